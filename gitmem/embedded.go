@@ -1,0 +1,118 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+)
+
+// EmbeddedScheme is the URL scheme of the in-process remote: bare
+// repositories on local disk served with no server and no git binary.
+const EmbeddedScheme = "memfsd"
+
+var installEmbedded sync.Once
+
+// EmbeddedURL is the URL of a bare repository at the absolute path dir,
+// served in-process. It installs the embedded transport on first use.
+func EmbeddedURL(dir string) string {
+	installEmbedded.Do(func() {
+		client.InstallProtocol(EmbeddedScheme, &embeddedTransport{
+			inner: server.NewClient(server.NewFilesystemLoader(osfs.New("/"))),
+		})
+	})
+	return EmbeddedScheme + "://" + filepath.ToSlash(dir)
+}
+
+// embeddedTransport is go-git's in-process server with the checks it lacks:
+// bare repositories are created on first use, and a push holds a per-repo
+// lock and checks the ref's old value (the stock server overwrites blindly,
+// silently discarding another writer's commits).
+type embeddedTransport struct {
+	inner transport.Transport
+}
+
+var embeddedLocks sync.Map // repo path → *sync.Mutex
+
+func (t *embeddedTransport) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	if err := initBare(ep.Path); err != nil {
+		return nil, err
+	}
+	return t.inner.NewUploadPackSession(ep, auth)
+}
+
+func (t *embeddedTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	if err := initBare(ep.Path); err != nil {
+		return nil, err
+	}
+	s, err := t.inner.NewReceivePackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	mu, _ := embeddedLocks.LoadOrStore(ep.Path, &sync.Mutex{})
+	return &casReceivePack{ReceivePackSession: s, dir: ep.Path, mu: mu.(*sync.Mutex)}, nil
+}
+
+type casReceivePack struct {
+	transport.ReceivePackSession
+	dir string
+	mu  *sync.Mutex
+}
+
+func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cmd := range req.Commands {
+		cur, err := readRef(s.dir, cmd.Name.String())
+		if err != nil {
+			return nil, err
+		}
+		if cur != cmd.Old {
+			if req.Packfile != nil {
+				_ = req.Packfile.Close()
+			}
+			rs := packp.NewReportStatus()
+			rs.UnpackStatus = "ok"
+			rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{
+				ReferenceName: cmd.Name,
+				Status:        "non-fast-forward",
+			})
+			return rs, fmt.Errorf("command error on %s: non-fast-forward", cmd.Name)
+		}
+	}
+	return s.ReceivePackSession.ReceivePack(ctx, req)
+}
+
+// initBare creates a bare repository with HEAD on main unless one exists.
+func initBare(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return fmt.Errorf("create embedded remote %s: %w", dir, err)
+		}
+	}
+	files := map[string]string{
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+		"HEAD":   "ref: refs/heads/" + DefaultBranch + "\n",
+	}
+	for _, name := range []string{"config", "HEAD"} { // HEAD last: it marks a whole repo
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o600); err != nil {
+			return fmt.Errorf("create embedded remote %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,344 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+)
+
+var (
+	// ErrNonFastForward: the remote moved on while we committed locally.
+	ErrNonFastForward = errors.New("non-fast-forward: local and remote both have new commits")
+	// ErrUnrelatedHistory: local and remote share no commit.
+	ErrUnrelatedHistory = errors.New("unrelated histories: local and remote share no commit")
+	// ErrWorkTreeChanged: a fast-forward would overwrite a file changed
+	// locally since it was committed.
+	ErrWorkTreeChanged = errors.New("work tree has uncommitted changes to files the remote changed")
+)
+
+// Relation is how the local branch stands against the remote branch.
+type Relation int
+
+// Relations between local and remote.
+const (
+	Same Relation = iota
+	Ahead
+	Behind
+	Diverged
+	Unrelated
+)
+
+func (rel Relation) String() string {
+	return [...]string{"same", "ahead", "behind", "diverged", "unrelated"}[rel]
+}
+
+func (r *Repo) session(ctx context.Context, receive bool) (transport.Session, error) {
+	ep, err := transport.NewEndpoint(r.Remote.URL)
+	if err != nil {
+		return nil, fmt.Errorf("remote url: %w", err)
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	if receive {
+		return cl.NewReceivePackSession(ep, r.Remote.Auth)
+	}
+	return cl.NewUploadPackSession(ep, r.Remote.Auth)
+}
+
+// Fetch downloads the remote branch and moves the remote-tracking ref. It
+// returns the remote tip, zero when the remote has no branch yet.
+func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tip, err := r.fetch(ctx)
+	if err != nil {
+		return tip, fmt.Errorf("fetch: %w", err)
+	}
+	return tip, nil
+}
+
+func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
+	s, err := r.session(ctx, false)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	sess := s.(transport.UploadPackSession)
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	ref, ok := refs[plumbing.ReferenceName(r.branchRef())]
+	if !ok {
+		return plumbing.ZeroHash, nil
+	}
+	tip := ref.Hash()
+	if !r.objs.has(tip) {
+		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+		if ar.Capabilities.Supports(capability.NoProgress) {
+			_ = req.Capabilities.Set(capability.NoProgress)
+		}
+		req.Wants = []plumbing.Hash{tip}
+		for _, name := range []string{r.branchRef(), r.trackingRef()} {
+			if h, err := readRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.has(h) {
+				req.Haves = append(req.Haves, h)
+			}
+		}
+		resp, err := sess.UploadPack(ctx, req)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		err = packfile.UpdateObjectStorage(r.st, demuxSideband(req.Capabilities, resp))
+		resp.Close()
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
+		}
+	}
+	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait); err != nil {
+		return tip, err
+	}
+	return tip, nil
+}
+
+func demuxSideband(l *capability.List, rd io.Reader) io.Reader {
+	switch {
+	case l.Supports(capability.Sideband64k):
+		return sideband.NewDemuxer(sideband.Sideband64k, rd)
+	case l.Supports(capability.Sideband):
+		return sideband.NewDemuxer(sideband.Sideband, rd)
+	}
+	return rd
+}
+
+// relate finds how local stands against remote. It walks both histories
+// back at once, one commit each in turn, so the common cases (ahead or
+// behind by a few commits) cost what the difference costs, not the history.
+func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
+	switch {
+	case local == remote:
+		return Same, nil
+	case local.IsZero():
+		return Behind, nil
+	case remote.IsZero():
+		return Ahead, nil
+	}
+	fromLocal := newWalker(r.objs, local)
+	fromRemote := newWalker(r.objs, remote)
+	for !fromLocal.done() || !fromRemote.done() {
+		if ok, err := fromLocal.step(); err != nil {
+			return 0, err
+		} else if ok && fromLocal.seen[remote] {
+			return Ahead, nil
+		}
+		if ok, err := fromRemote.step(); err != nil {
+			return 0, err
+		} else if ok && fromRemote.seen[local] {
+			return Behind, nil
+		}
+	}
+	for h := range fromLocal.seen {
+		if fromRemote.seen[h] {
+			return Diverged, nil
+		}
+	}
+	return Unrelated, nil
+}
+
+// walker visits a commit's ancestors breadth-first.
+type walker struct {
+	objs  *objectStore
+	queue []plumbing.Hash
+	seen  map[plumbing.Hash]bool
+	order []plumbing.Hash
+}
+
+func newWalker(objs *objectStore, start plumbing.Hash) *walker {
+	return &walker{objs: objs, queue: []plumbing.Hash{start}, seen: map[plumbing.Hash]bool{start: true}}
+}
+
+func (w *walker) done() bool { return len(w.queue) == 0 }
+
+// step visits one commit; false when nothing was left.
+func (w *walker) step() (bool, error) {
+	if len(w.queue) == 0 {
+		return false, nil
+	}
+	h := w.queue[0]
+	w.queue = w.queue[1:]
+	w.order = append(w.order, h)
+	c, err := w.objs.commit(h)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range c.ParentHashes {
+		if !w.seen[p] {
+			w.seen[p] = true
+			w.queue = append(w.queue, p)
+		}
+	}
+	return true, nil
+}
+
+// PullResult says what a pull did.
+type PullResult struct {
+	Relation   Relation // before the pull
+	Head       plumbing.Hash
+	RemoteHead plumbing.Hash
+	Updated    bool // fast-forwarded
+}
+
+// Pull fetches and fast-forwards when the branch is only behind. Ahead is
+// fine (a push is due). Diverged and unrelated histories are reported as
+// ErrNonFastForward / ErrUnrelatedHistory without touching the work tree.
+func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	remote, err := r.fetch(ctx)
+	if err != nil {
+		return PullResult{}, fmt.Errorf("pull: fetch: %w", err)
+	}
+	local, err := r.Head()
+	if err != nil {
+		return PullResult{}, fmt.Errorf("pull: %w", err)
+	}
+	res := PullResult{Head: local, RemoteHead: remote}
+	if res.Relation, err = r.relate(local, remote); err != nil {
+		return res, fmt.Errorf("pull: %w", err)
+	}
+	switch res.Relation {
+	case Behind:
+		if err := r.fastForward(local, remote); err != nil {
+			return res, fmt.Errorf("pull: fast-forward: %w", err)
+		}
+		res.Head, res.Updated = remote, true
+	case Diverged:
+		return res, fmt.Errorf("pull: %w", ErrNonFastForward)
+	case Unrelated:
+		return res, fmt.Errorf("pull: %w", ErrUnrelatedHistory)
+	}
+	return res, nil
+}
+
+// fastForward moves the branch from old to new and brings the work tree and
+// index along, file by file. A file changed locally since old is never
+// overwritten: the whole fast-forward is refused instead.
+func (r *Repo) fastForward(old, new plumbing.Hash) error {
+	if err := r.checkHead(); err != nil {
+		return err
+	}
+	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait)
+	if err != nil {
+		return err
+	}
+	defer lk.rollback()
+	if cur, err := r.Head(); err != nil {
+		return err
+	} else if cur != old {
+		return fmt.Errorf("%w: HEAD moved during the pull", ErrRefMoved)
+	}
+	var oldTree plumbing.Hash
+	if !old.IsZero() {
+		c, err := r.objs.commit(old)
+		if err != nil {
+			return err
+		}
+		oldTree = c.TreeHash
+	}
+	nc, err := r.objs.commit(new)
+	if err != nil {
+		return err
+	}
+	changes, err := r.objs.diffTrees(oldTree, nc.TreeHash, "", nil)
+	if err != nil {
+		return err
+	}
+	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	if err != nil {
+		return err
+	}
+	// Check every file first, then write: all or nothing.
+	for _, c := range changes {
+		abs := filepath.Join(r.Dir, filepath.FromSlash(c.Path))
+		if _, err := os.Lstat(abs); err != nil {
+			continue // absent: nothing local to lose
+		}
+		h, mode, err := r.workHash(c.Path, abs, ix)
+		if err != nil {
+			return err
+		}
+		if (h == c.From.Hash && mode == c.From.Mode) || (h == c.To.Hash && mode == c.To.Mode) {
+			continue
+		}
+		return fmt.Errorf("%w: %s (commit it, then sync again)", ErrWorkTreeChanged, c.Path)
+	}
+	touched := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		touched[c.Path] = true
+		if c.To.Hash.IsZero() {
+			if err := r.removeWorkFile(c.Path); err != nil {
+				return err
+			}
+			ix.remove(c.Path)
+			continue
+		}
+		data, err := r.objs.blob(c.To.Hash)
+		if err != nil {
+			return err
+		}
+		st, err := r.writeWorkFile(c.Path, data, c.To.Mode)
+		if err != nil {
+			return err
+		}
+		ix.set(c.Path, c.To.Hash, c.To.Mode, st)
+	}
+	ix.smudgeRacy(touched)
+	if err := lk.write(ix.encode(), false); err != nil {
+		return err
+	}
+	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync); err != nil {
+		return err
+	}
+	return lk.commit()
+}
+
+// Clone makes dir a clone of the remote, or opens it when it already is one.
+// An empty remote leaves an unborn branch: the caller writes the first
+// commit and pushes it.
+func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo, error) {
+	if r, err := Open(dir, remote, opts); err == nil {
+		return r, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	r, err := Init(dir, remote, opts)
+	if err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	if _, err := r.Pull(ctx); err != nil {
+		// Leave no half-made repository behind: the next run starts over.
+		_ = os.RemoveAll(r.GitDir)
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,158 @@
+package gitmem
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// PushResult says what a push sent.
+type PushResult struct {
+	Commits int // commits sent; 0 when the remote had them all
+	Objects int
+	Head    plumbing.Hash
+}
+
+// Push sends the commits the remote lacks and moves the remote branch by
+// compare-and-swap from the tip it advertised. The pack holds only the new
+// commits and the objects their tree diffs introduce, so the cost follows
+// the change, not the length of the history. A remote that moved on gives
+// ErrNonFastForward (or ErrUnrelatedHistory); nothing is overwritten.
+func (r *Repo) Push(ctx context.Context) (PushResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, err := r.push(ctx)
+	if err != nil {
+		return res, fmt.Errorf("push: %w", err)
+	}
+	return res, nil
+}
+
+func (r *Repo) push(ctx context.Context) (PushResult, error) {
+	local, err := r.Head()
+	if err != nil || local.IsZero() {
+		return PushResult{}, err
+	}
+	s, err := r.session(ctx, true)
+	if err != nil {
+		return PushResult{}, err
+	}
+	sess := s.(transport.ReceivePackSession)
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return PushResult{}, err
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return PushResult{}, err
+	}
+	var remote plumbing.Hash
+	if ref, ok := refs[plumbing.ReferenceName(r.branchRef())]; ok {
+		remote = ref.Hash()
+	}
+	res := PushResult{Head: local}
+	if remote == local {
+		return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+	}
+	commits, err := r.commitsSince(local, remote)
+	if err != nil {
+		return res, err
+	}
+	pack, nobj, err := r.buildPack(commits)
+	if err != nil {
+		return res, err
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	// Without report-status a refused update comes back as success.
+	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
+		return res, err
+	}
+	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: remote, New: local}}
+	req.Packfile = io.NopCloser(bytes.NewReader(pack))
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	if rs != nil {
+		if err := rs.Error(); err != nil {
+			return res, err
+		}
+	}
+	res.Commits, res.Objects = len(commits), nobj
+	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+}
+
+// commitsSince lists the commits reachable from local but not from remote,
+// oldest first. It walks back from local and stops at remote: the usual
+// case costs the number of new commits. When remote is not an ancestor
+// (someone else pushed), it reports the relation as an error.
+func (r *Repo) commitsSince(local, remote plumbing.Hash) ([]plumbing.Hash, error) {
+	if !remote.IsZero() {
+		if !r.objs.has(remote) {
+			return nil, ErrNonFastForward // the remote has commits we never fetched
+		}
+		rel, err := r.relate(local, remote)
+		if err != nil {
+			return nil, err
+		}
+		switch rel {
+		case Diverged, Behind:
+			return nil, ErrNonFastForward
+		case Unrelated:
+			return nil, ErrUnrelatedHistory
+		}
+	}
+	// Ahead: every path back from local reaches remote (or the root).
+	w := newWalker(r.objs, local)
+	w.seen[remote] = true
+	for !w.done() {
+		if _, err := w.step(); err != nil {
+			return nil, err
+		}
+	}
+	out := slices.Clone(w.order)
+	slices.Reverse(out)
+	return out, nil
+}
+
+// buildPack packs the commits and the trees and blobs each introduces over
+// its parents.
+func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
+	seen := map[plumbing.Hash]bool{}
+	for _, h := range commits {
+		c, err := r.objs.commit(h)
+		if err != nil {
+			return nil, 0, err
+		}
+		seen[h] = true
+		var base plumbing.Hash
+		if len(c.ParentHashes) > 0 {
+			p, err := r.objs.commit(c.ParentHashes[0])
+			if err != nil {
+				return nil, 0, err
+			}
+			base = p.TreeHash
+		}
+		if err := r.objs.newObjects(base, c.TreeHash, seen); err != nil {
+			return nil, 0, err
+		}
+	}
+	hashes := make([]plumbing.Hash, 0, len(seen))
+	for h := range seen {
+		hashes = append(hashes, h)
+	}
+	var buf bytes.Buffer
+	if _, err := packfile.NewEncoder(&buf, r.st, false).Encode(hashes, 0); err != nil {
+		return nil, 0, fmt.Errorf("build pack: %w", err)
+	}
+	return buf.Bytes(), len(hashes), nil
+}

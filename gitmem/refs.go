@@ -1,0 +1,126 @@
+package gitmem
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// ErrRefMoved is returned by a compare-and-swap on a ref that someone else
+// moved in the meantime.
+var ErrRefMoved = errors.New("ref moved by another writer")
+
+// readRef reads a ref as git does: the loose file first (it shadows
+// packed-refs), then packed-refs. A missing ref is the zero hash.
+func readRef(gitDir, name string) (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name)))
+	switch {
+	case err == nil:
+		s := strings.TrimSpace(string(data))
+		if strings.HasPrefix(s, "ref: ") {
+			return readRef(gitDir, strings.TrimPrefix(s, "ref: "))
+		}
+		if !plumbing.IsHash(s) {
+			return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad content %q", name, s)
+		}
+		return plumbing.NewHash(s), nil
+	case errors.Is(err, fs.ErrNotExist):
+		return readPackedRef(gitDir, name)
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
+	}
+}
+
+func readPackedRef(gitDir, name string) (plumbing.Hash, error) {
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read packed-refs: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	suffix := []byte(" " + name)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) > 41 && line[40] == ' ' && bytes.Equal(line[40:], suffix) {
+			return plumbing.NewHash(string(line[:40])), nil
+		}
+	}
+	return plumbing.ZeroHash, sc.Err()
+}
+
+// headBranch is the ref HEAD points to ("" when HEAD is detached).
+func headBranch(gitDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("read HEAD: %w", err)
+	}
+	s := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(s, "ref: ") {
+		return "", nil
+	}
+	return strings.TrimPrefix(s, "ref: "), nil
+}
+
+// casRef moves ref name from old to new with git's protocol: take
+// <ref>.lock, check the current value is old, write new into the lock,
+// rename it into place. old == ZeroHash means "must not exist".
+func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool) error {
+	path := filepath.Join(gitDir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	lk, err := acquireLock(path, wait)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	defer lk.rollback()
+	cur, err := readRef(gitDir, name)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	if cur != old {
+		return fmt.Errorf("update %s: %w (is at %s, expected %s)", name, ErrRefMoved, short(cur), short(old))
+	}
+	if err := lk.write([]byte(new.String()+"\n"), sync); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	if err := lk.commit(); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	return nil
+}
+
+// setRef writes a ref unconditionally (still through its lock).
+func setRef(gitDir, name string, h plumbing.Hash, wait time.Duration) error {
+	path := filepath.Join(gitDir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	lk, err := acquireLock(path, wait)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	defer lk.rollback()
+	if err := lk.write([]byte(h.String()+"\n"), false); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	return lk.commit()
+}
+
+func short(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "nothing"
+	}
+	return h.String()[:7]
+}

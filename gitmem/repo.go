@@ -1,0 +1,160 @@
+// Package gitmem is memfsd's git engine on go-git's plumbing: clone, fetch
+// and fast-forward, O(change) commits that honour git's lock protocol, and
+// incremental pushes whose cost follows the change rather than the history.
+// It knows git and nothing about agents or HTTP APIs.
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/go-git/go-billy/v5/osfs"
+)
+
+// DefaultBranch is the branch memfsd keeps.
+const DefaultBranch = "main"
+
+// RemoteName is the name of the remote in .git/config.
+const RemoteName = "origin"
+
+// Signature names the author and committer of memfsd's commits.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Remote is where a repository syncs to. Auth is kept in memory only.
+type Remote struct {
+	URL  string
+	Auth transport.AuthMethod
+}
+
+// Options configure a Repo. Zero values take the Default* constants.
+type Options struct {
+	Author   Signature
+	Branch   string
+	LockWait time.Duration
+	// NoSync turns off fsync of objects and refs (faster, not crash-safe).
+	NoSync bool
+	Logger *slog.Logger
+}
+
+// Repo is one work tree with .git inside. It is safe for concurrent use:
+// every operation holds the repo's mutex (go-git's Repository is not).
+type Repo struct {
+	Dir    string
+	GitDir string
+	Remote Remote
+	opts   Options
+
+	mu   sync.Mutex
+	st   *filesystem.Storage
+	objs *objectStore
+	log  *slog.Logger
+}
+
+// ErrNotRepository is returned by Open on a folder without .git.
+var ErrNotRepository = errors.New("not a git repository")
+
+// Open opens the work tree at dir and clears lock files that a crash left.
+func Open(dir string, remote Remote, opts Options) (*Repo, error) {
+	gitDir := filepath.Join(dir, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
+	}
+	r := newRepo(dir, remote, opts)
+	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return r, nil
+}
+
+func newRepo(dir string, remote Remote, opts Options) *Repo {
+	if opts.Branch == "" {
+		opts.Branch = DefaultBranch
+	}
+	if opts.LockWait == 0 {
+		opts.LockWait = DefaultLockWait
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{})
+	return &Repo{
+		Dir:    dir,
+		GitDir: gitDir,
+		Remote: remote,
+		opts:   opts,
+		st:     st,
+		objs:   newObjectStore(gitDir, st, !opts.NoSync),
+		log:    opts.Logger,
+	}
+}
+
+// branchRef is the full name of the kept branch.
+func (r *Repo) branchRef() string { return "refs/heads/" + r.opts.Branch }
+
+// trackingRef is the remote-tracking ref of the kept branch.
+func (r *Repo) trackingRef() string { return "refs/remotes/" + RemoteName + "/" + r.opts.Branch }
+
+// Head is the commit the branch points to (zero when unborn).
+func (r *Repo) Head() (plumbing.Hash, error) {
+	return readRef(r.GitDir, r.branchRef())
+}
+
+// RemoteHead is the last known commit of the remote branch.
+func (r *Repo) RemoteHead() (plumbing.Hash, error) {
+	return readRef(r.GitDir, r.trackingRef())
+}
+
+// checkHead makes sure HEAD is on the kept branch: memfsd never commits on a
+// detached HEAD or another branch a person checked out.
+func (r *Repo) checkHead() error {
+	b, err := headBranch(r.GitDir)
+	if err != nil {
+		return err
+	}
+	if b != r.branchRef() {
+		if b == "" {
+			return fmt.Errorf("HEAD is detached: check out %s in %s", r.opts.Branch, r.Dir)
+		}
+		return fmt.Errorf("HEAD is on %s: check out %s in %s", b, r.opts.Branch, r.Dir)
+	}
+	return nil
+}
+
+// Init creates an empty repository at dir with HEAD on the branch and the
+// remote recorded (URL only: credentials never reach .git/config).
+func Init(dir string, remote Remote, opts Options) (*Repo, error) {
+	r := newRepo(dir, remote, opts)
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(r.GitDir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("init %s: %w", dir, err)
+		}
+	}
+	config := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" +
+		"[remote \"" + RemoteName + "\"]\n\turl = " + remote.URL + "\n\tfetch = +refs/heads/*:refs/remotes/" + RemoteName + "/*\n" +
+		"[branch \"" + r.opts.Branch + "\"]\n\tremote = " + RemoteName + "\n\tmerge = " + r.branchRef() + "\n"
+	files := map[string]string{
+		"HEAD":        "ref: " + r.branchRef() + "\n",
+		"config":      config,
+		"description": "memfsd agent memory\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(r.GitDir, name), []byte(content), 0o644); err != nil {
+			return nil, fmt.Errorf("init %s: %w", dir, err)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,167 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Change kinds reported by DirtyPaths, as in memfsd's commit messages.
+const (
+	ChangeCreate = "create"
+	ChangeUpdate = "update"
+	ChangeDelete = "delete"
+)
+
+// DirtyPath is a work-tree path that differs from HEAD.
+type DirtyPath struct {
+	Path string
+	Kind string // ChangeCreate, ChangeUpdate or ChangeDelete
+}
+
+// DirtyPaths lists the work-tree paths that differ from HEAD, sorted.
+// Files whose index stat still matches are not read; .gitignore is honoured
+// for untracked files.
+func (r *Repo) DirtyPaths() ([]DirtyPath, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dirtyPaths()
+}
+
+func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
+	head, err := r.Head()
+	if err != nil {
+		return nil, err
+	}
+	tracked := map[string]object.TreeEntry{}
+	if !head.IsZero() {
+		if err := r.flattenCommit(head, tracked); err != nil {
+			return nil, err
+		}
+	}
+	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	if err != nil {
+		return nil, err
+	}
+	var ignore gitignore.Matcher
+	if ps, err := gitignore.ReadPatterns(osfs.New(r.Dir), nil); err == nil && len(ps) > 0 {
+		ignore = gitignore.NewMatcher(ps)
+	}
+	var dirty []DirtyPath
+	seen := make(map[string]bool, len(tracked))
+	err = filepath.WalkDir(r.Dir, func(abs string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if abs == r.Dir {
+			return nil
+		}
+		rel := filepath.ToSlash(abs[len(r.Dir)+1:])
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".memfsd-tmp-") {
+			return nil
+		}
+		entry, isTracked := tracked[rel]
+		if !isTracked && ignore != nil && ignore.Match(strings.Split(rel, "/"), false) {
+			return nil
+		}
+		seen[rel] = true
+		h, mode, err := r.workHash(rel, abs, ix)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !isTracked:
+			dirty = append(dirty, DirtyPath{rel, ChangeCreate})
+		case h != entry.Hash || mode != entry.Mode:
+			dirty = append(dirty, DirtyPath{rel, ChangeUpdate})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", r.Dir, err)
+	}
+	for p := range tracked {
+		if !seen[p] {
+			dirty = append(dirty, DirtyPath{p, ChangeDelete})
+		}
+	}
+	slices.SortFunc(dirty, func(a, b DirtyPath) int { return strings.Compare(a.Path, b.Path) })
+	return dirty, nil
+}
+
+// workHash is the blob id and mode of a work-tree file, taken from the index
+// when its stat still matches.
+func (r *Repo) workHash(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.FileMode, error) {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return plumbing.ZeroHash, 0, err
+	}
+	mode := filemode.Regular
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		mode = filemode.Symlink
+	case !fi.Mode().IsRegular():
+		return plumbing.ZeroHash, 0, nil
+	case fi.Mode()&0o111 != 0:
+		mode = filemode.Executable
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if e, ok := ix.lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.mtime) {
+		return e.Hash, mode, nil
+	}
+	if mode == filemode.Symlink {
+		t, err := os.Readlink(abs)
+		return blobHash([]byte(t)), mode, err
+	}
+	data, err := os.ReadFile(abs)
+	return blobHash(data), mode, err
+}
+
+// flattenCommit fills files with every blob of the commit's tree.
+func (r *Repo) flattenCommit(h plumbing.Hash, files map[string]object.TreeEntry) error {
+	c, err := r.objs.commit(h)
+	if err != nil {
+		return err
+	}
+	return r.flattenTree(c.TreeHash, "", files)
+}
+
+func (r *Repo) flattenTree(h plumbing.Hash, prefix string, files map[string]object.TreeEntry) error {
+	t, err := r.objs.tree(h)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		p := prefix + e.Name
+		switch e.Mode {
+		case filemode.Dir:
+			if err := r.flattenTree(e.Hash, p+"/", files); err != nil {
+				return err
+			}
+		case filemode.Submodule:
+		default:
+			files[p] = e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package gitmem
+
+import (
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Status is the state of the branch against the last known remote tip.
+type Status struct {
+	Head       plumbing.Hash
+	RemoteHead plumbing.Hash
+	Relation   Relation
+	Ahead      int // local commits the remote lacks
+	Behind     int // remote commits not in the local branch
+	Dirty      []DirtyPath
+}
+
+// Status reads head, remote head, how far they are apart and the dirty
+// paths. It does not contact the remote (Fetch does).
+func (r *Repo) Status() (Status, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var st Status
+	var err error
+	if st.Head, err = r.Head(); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	if st.RemoteHead, err = r.RemoteHead(); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	if st.Relation, st.Ahead, st.Behind, err = r.aheadBehind(st.Head, st.RemoteHead); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	if st.Dirty, err = r.dirtyPaths(); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	return st, nil
+}
+
+// aheadBehind counts the commits on each side only.
+func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, error) {
+	rel, err := r.relate(local, remote)
+	if err != nil {
+		return rel, 0, 0, err
+	}
+	only := func(from, stop plumbing.Hash) (map[plumbing.Hash]bool, error) {
+		if from.IsZero() {
+			return nil, nil
+		}
+		w := newWalker(r.objs, from)
+		if !stop.IsZero() {
+			w.seen[stop] = true
+		}
+		for !w.done() {
+			if _, err := w.step(); err != nil {
+				return nil, err
+			}
+		}
+		set := make(map[plumbing.Hash]bool, len(w.order))
+		for _, h := range w.order {
+			set[h] = true
+		}
+		return set, nil
+	}
+	switch rel {
+	case Same:
+		return rel, 0, 0, nil
+	case Ahead:
+		a, err := only(local, remote)
+		return rel, len(a), 0, err
+	case Behind:
+		b, err := only(remote, local)
+		return rel, 0, len(b), err
+	}
+	// Diverged or unrelated: whole histories, then the difference.
+	a, err := only(local, plumbing.ZeroHash)
+	if err != nil {
+		return rel, 0, 0, err
+	}
+	b, err := only(remote, plumbing.ZeroHash)
+	if err != nil {
+		return rel, 0, 0, err
+	}
+	ahead, behind := 0, 0
+	for h := range a {
+		if !b[h] {
+			ahead++
+		}
+	}
+	for h := range b {
+		if !a[h] {
+			behind++
+		}
+	}
+	return rel, ahead, behind, nil
+}

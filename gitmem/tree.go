@@ -1,0 +1,124 @@
+package gitmem
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// change sets one path of a tree to a blob, or removes it (Hash zero).
+type change struct {
+	Path string // slash-separated, relative to the root
+	Hash plumbing.Hash
+	Mode filemode.FileMode
+}
+
+func (c change) isDelete() bool { return c.Hash.IsZero() }
+
+// applyChanges writes the trees along the changed paths, bottom-up, reading
+// and writing only the folders on those paths: O(depth × folder size), not
+// O(repository). It returns the new root tree.
+func (s *objectStore) applyChanges(root plumbing.Hash, changes []change) (plumbing.Hash, error) {
+	h, err := s.applyDir(root, changes)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if h.IsZero() { // every file gone: the root is the empty tree
+		return s.write(plumbing.TreeObject, nil)
+	}
+	return h, nil
+}
+
+// applyDir returns the new hash of the folder dir (zero when it ends empty).
+func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Hash, error) {
+	t, err := s.tree(dir)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	entries := make(map[string]object.TreeEntry, len(t.Entries)+len(changes))
+	for _, e := range t.Entries {
+		entries[e.Name] = e
+	}
+	sub := map[string][]change{}
+	for _, c := range changes {
+		name, rest, nested := strings.Cut(c.Path, "/")
+		if name == "" {
+			return plumbing.ZeroHash, fmt.Errorf("bad path %q", c.Path)
+		}
+		if nested {
+			sub[name] = append(sub[name], change{Path: rest, Hash: c.Hash, Mode: c.Mode})
+			continue
+		}
+		if c.isDelete() {
+			if e, ok := entries[name]; ok && e.Mode != filemode.Dir {
+				delete(entries, name)
+			}
+			continue
+		}
+		entries[name] = object.TreeEntry{Name: name, Mode: c.Mode, Hash: c.Hash}
+	}
+	for name, cs := range sub {
+		var base plumbing.Hash
+		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+			base = e.Hash
+		} else if allDeletes(cs) {
+			continue // nothing to remove below a folder that is not there
+		}
+		h, err := s.applyDir(base, cs)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if h.IsZero() {
+			delete(entries, name)
+		} else {
+			entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+		}
+	}
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return s.write(plumbing.TreeObject, encodeTree(entries))
+}
+
+func allDeletes(cs []change) bool {
+	for _, c := range cs {
+		if !c.isDelete() {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeTree serialises entries in git's order, where a folder sorts as
+// "name/": "a.md" < "a/" < "a0".
+func encodeTree(entries map[string]object.TreeEntry) []byte {
+	list := make([]object.TreeEntry, 0, len(entries))
+	for _, e := range entries {
+		list = append(list, e)
+	}
+	slices.SortFunc(list, func(a, b object.TreeEntry) int {
+		return strings.Compare(treeSortKey(a), treeSortKey(b))
+	})
+	var buf bytes.Buffer
+	for _, e := range list {
+		buf.WriteString(strconv.FormatUint(uint64(e.Mode), 8))
+		buf.WriteByte(' ')
+		buf.WriteString(e.Name)
+		buf.WriteByte(0)
+		buf.Write(e.Hash[:])
+	}
+	return buf.Bytes()
+}
+
+func treeSortKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}

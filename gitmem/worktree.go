@@ -1,0 +1,178 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// ErrBadPath is returned for a path that is not a plain relative path inside
+// the work tree (absolute, "..", ".git", empty parts).
+var ErrBadPath = errors.New("bad path")
+
+// cleanPath checks a work-tree-relative slash path.
+func cleanPath(p string) (string, error) {
+	p = filepath.ToSlash(p)
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%w %q: want a clean relative path", ErrBadPath, p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." || part == "." || strings.EqualFold(part, ".git") {
+			return "", fmt.Errorf("%w %q: %q is not allowed", ErrBadPath, p, part)
+		}
+	}
+	return p, nil
+}
+
+// fileState is a work-tree file read for a commit: its blob content, mode
+// and the stat taken before reading (so a change after the read shows).
+type fileState struct {
+	data []byte
+	mode filemode.FileMode
+	st   *syscall.Stat_t
+}
+
+// readWorkFile reads rel from the work tree; nil when it does not exist.
+func (r *Repo) readWorkFile(rel string) (*fileState, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	for attempt := 0; ; attempt++ {
+		fi, err := os.Lstat(abs)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		state := &fileState{st: st}
+		switch {
+		case fi.Mode().IsRegular():
+			state.mode = filemode.Regular
+			if fi.Mode()&0o111 != 0 {
+				state.mode = filemode.Executable
+			}
+			state.data, err = os.ReadFile(abs)
+		case fi.Mode()&os.ModeSymlink != 0:
+			state.mode = filemode.Symlink
+			var target string
+			target, err = os.Readlink(abs)
+			state.data = []byte(target)
+		case fi.IsDir():
+			return nil, fmt.Errorf("read %s: is a folder", rel)
+		default:
+			return nil, fmt.Errorf("read %s: not a regular file (%s)", rel, fi.Mode().Type())
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		// A write between the stat and the read would leave an index entry
+		// whose stat matches content it does not hold: read again.
+		fi2, err := os.Lstat(abs)
+		if err == nil && attempt < 3 && (fi2.Size() != fi.Size() || !fi2.ModTime().Equal(fi.ModTime())) {
+			continue
+		}
+		return state, nil
+	}
+}
+
+// statMatches reports whether the index entry's stat still describes the
+// file, and the entry is not racy (written in the same second as the index).
+func statMatches(e indexEntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
+	if st == nil {
+		return false
+	}
+	return e.Size == uint32(st.Size) && e.Mtime == st.Mtim.Sec && e.MtNs == uint32(st.Mtim.Nsec) &&
+		e.Ino == uint32(st.Ino) && e.Mtime < indexMtime && e.Size != 0
+}
+
+// writeWorkFile writes a blob into the work tree (mode 0600 or 0700 for
+// executables, folders 0700) and returns its stat for the index.
+func (r *Repo) writeWorkFile(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		// A file where a folder must go: the tree replaced it.
+		if err := replaceFileWithDir(r.Dir, filepath.Dir(abs)); err != nil {
+			return nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+		if err := os.RemoveAll(abs); err != nil {
+			return nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+	}
+	if mode == filemode.Symlink {
+		_ = os.Remove(abs)
+		if err := os.Symlink(string(data), abs); err != nil {
+			return nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+	} else {
+		perm := os.FileMode(0o600)
+		if mode == filemode.Executable {
+			perm = 0o700
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(abs), ".memfsd-tmp-")
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+		_, err = tmp.Write(data)
+		if err == nil {
+			err = tmp.Chmod(perm)
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), abs)
+		}
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+			return nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	return st, nil
+}
+
+func replaceFileWithDir(root, dir string) error {
+	for d := dir; strings.HasPrefix(d, root) && d != root; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
+			if err := os.Remove(d); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return os.MkdirAll(dir, 0o700)
+}
+
+// removeWorkFile deletes rel and the folders it leaves empty.
+func (r *Repo) removeWorkFile(rel string) error {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", rel, err)
+	}
+	for d := filepath.Dir(abs); d != r.Dir && strings.HasPrefix(d, r.Dir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// blobHash is the id the content would have as a blob.
+func blobHash(data []byte) plumbing.Hash { return hashObject(plumbing.BlobObject, data) }

@@ -1,0 +1,252 @@
+// Package gitserver is a real smart-HTTP git server for tests: `git
+// http-backend` behind net/http/cgi, serving /v1/git/{agent}/state.git, with
+// Basic auth and fault hooks in front of it.
+package gitserver
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Username is the Basic auth user the server expects when a token is set.
+const Username = "memfsd"
+
+var repoPath = regexp.MustCompile(`^/v1/git/([A-Za-z0-9._-]{1,128})/state\.git(/.*)?$`)
+
+// Server serves bare repositories under Root over smart HTTP.
+type Server struct {
+	// Root holds the bare repositories, at v1/git/<agent>/state.git.
+	Root string
+	// URL is the base URL (no trailing slash), e.g. http://127.0.0.1:1234.
+	URL string
+
+	token   string
+	backend string
+	http    *httptest.Server
+
+	mu     sync.Mutex
+	faults []*Fault
+
+	requests atomic.Int64
+	faulted  atomic.Int64
+}
+
+// Fault answers requests that match it instead of the git backend.
+type Fault struct {
+	// Match is a substring of "METHOD path?query"; empty matches every request.
+	Match string
+	// Count is how many matching requests the fault takes; < 0 means all.
+	Count int
+	// Status is the HTTP status to answer (0 with Reset or Delay only).
+	Status int
+	// Header is added to the fault's answer (e.g. Retry-After).
+	Header http.Header
+	// Reset closes the connection without an answer.
+	Reset bool
+	// Delay is waited before answering (or passing the request on).
+	Delay time.Duration
+	// Hits counts the requests the fault took.
+	Hits atomic.Int64
+}
+
+// New starts a server on loopback; it is closed when the test ends. A
+// non-empty token makes every request require Basic auth with that password.
+func New(tb testing.TB, token string) *Server {
+	tb.Helper()
+	s, err := Start(tb.TempDir(), token)
+	if err != nil {
+		tb.Fatalf("start git server: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on loopback that keeps its repositories under root.
+func Start(root, token string) (*Server, error) {
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		return nil, fmt.Errorf("find git exec path: %w", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		return nil, fmt.Errorf("find git-http-backend: %w", err)
+	}
+	s := &Server{Root: root, token: token, backend: backend}
+	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.http.URL
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.http.Close() }
+
+// RemoteURL is the agent's state.git URL.
+func (s *Server) RemoteURL(agent string) string {
+	return s.URL + "/v1/git/" + agent + "/state.git"
+}
+
+// RepoDir is the bare repository of the agent on disk (created if missing).
+func (s *Server) RepoDir(agent string) string {
+	dir := filepath.Join(s.Root, "v1", "git", agent, "state.git")
+	if err := s.ensureRepo(dir); err != nil {
+		panic(err)
+	}
+	return dir
+}
+
+// Requests is the number of requests served or faulted so far.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Faulted is the number of requests answered by a fault.
+func (s *Server) Faulted() int64 { return s.faulted.Load() }
+
+// AddFault installs a fault in front of the backend and returns it.
+func (s *Server) AddFault(f *Fault) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, f)
+	return f
+}
+
+// FailNext answers status for the next n requests whose "METHOD path?query"
+// contains match.
+func (s *Server) FailNext(match string, n, status int) *Fault {
+	return s.AddFault(&Fault{Match: match, Count: n, Status: status})
+}
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+func (s *Server) takeFault(r *http.Request) *Fault {
+	key := r.Method + " " + r.URL.RequestURI()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.faults {
+		if f.Count == 0 || !strings.Contains(key, f.Match) {
+			continue
+		}
+		if f.Count > 0 {
+			f.Count--
+		}
+		f.Hits.Add(1)
+		return f
+	}
+	return nil
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if f := s.takeFault(r); f != nil {
+		if f.Delay > 0 {
+			time.Sleep(f.Delay)
+		}
+		if f.Reset {
+			s.faulted.Add(1)
+			resetConn(w)
+			return
+		}
+		if f.Status != 0 {
+			s.faulted.Add(1)
+			for k, v := range f.Header {
+				w.Header()[k] = v
+			}
+			http.Error(w, http.StatusText(f.Status), f.Status)
+			return
+		}
+	}
+	if s.token != "" {
+		_, pass, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(s.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="memfsd"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+	}
+	m := repoPath.FindStringSubmatch(r.URL.Path)
+	if m == nil || m[1] == "." || m[1] == ".." {
+		http.NotFound(w, r)
+		return
+	}
+	if err := s.ensureRepo(filepath.Join(s.Root, "v1", "git", m[1], "state.git")); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// Go's CGI handler cannot pass a chunked body on: buffer it and give the
+	// backend a Content-Length.
+	if r.Body != nil && r.ContentLength < 0 {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		r.TransferEncoding = nil
+	}
+	h := &cgi.Handler{
+		Path: s.backend,
+		Root: "/",
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.Root,
+			"GIT_HTTP_EXPORT_ALL=1",
+		},
+	}
+	h.ServeHTTP(w, r)
+}
+
+// ensureRepo creates a bare repository that accepts pushes, HEAD on main.
+func (s *Server) ensureRepo(dir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"init", "--bare", "-q", "-b", "main", dir},
+		{"-C", dir, "config", "http.receivepack", "true"},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("gitserver: response writer cannot hijack")
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // RST instead of FIN
+	}
+	_ = conn.Close()
+}
