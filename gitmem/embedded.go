@@ -115,4 +115,3 @@ func initBare(dir string) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/memfsd/memfsd/agent"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	home        string
+	baseURL     string
+	tokenFile   string
+	authorName  string
+	authorEmail string
+	logLevel    string
+	noFsync     bool
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "memfsd",
+		Short:         "Keep an AI agent's memory folder in git",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd)
+		},
+	}
+	home := "~/.memfsd"
+	if h, err := os.UserHomeDir(); err == nil {
+		home = filepath.Join(h, ".memfsd")
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.home, "home", home, "memfsd home: agents' memory and the embedded remote (env MEMFSD_HOME)")
+	f.StringVar(&g.baseURL, "base-url", "", "remote base URL; empty = embedded remote under <home>/remote (env MEMFSD_BASE_URL, LETTA_MEMFS_BASE_URL)")
+	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token (else env MEMFSD_TOKEN)")
+	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
+	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
+	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
+	root.AddCommand(newSyncCmd(g))
+	return root
+}
+
+// applyEnv fills every flag the command line left unset from MEMFSD_<FLAG>.
+func applyEnv(cmd *cobra.Command) error {
+	var firstErr error
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed || firstErr != nil {
+			return
+		}
+		name := "MEMFSD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if !ok && fl.Name == "base-url" {
+			v, ok = os.LookupEnv("LETTA_MEMFS_BASE_URL")
+		}
+		if !ok {
+			return
+		}
+		if err := fl.Value.Set(v); err != nil {
+			firstErr = fmt.Errorf("env %s: %w", name, err)
+		}
+	})
+	return firstErr
+}
+
+// config builds the shared agent configuration from the flags.
+func (g *globals) config() (*agent.Config, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, fmt.Errorf("flag --log-level: %w", err)
+	}
+	token := os.Getenv("MEMFSD_TOKEN")
+	if g.tokenFile != "" {
+		data, err := os.ReadFile(g.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("flag --token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	home := g.home
+	if strings.HasPrefix(home, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, home[2:])
+		}
+	}
+	cfg := &agent.Config{
+		Home:        home,
+		BaseURL:     g.baseURL,
+		Token:       token,
+		Username:    os.Getenv("MEMFSD_USERNAME"),
+		AuthorName:  g.authorName,
+		AuthorEmail: g.authorEmail,
+		NoFsync:     g.noFsync,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,184 @@
+// Package retry sorts sync failures into memfsd's error classes (SPEC §4)
+// and retries the retryable ones with backoff. Callers branch on the class,
+// never on error text.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/memfsd/memfsd/gitmem"
+)
+
+// Class is a sync failure class, named as in status, metrics and logs.
+type Class string
+
+// The error classes of SPEC §4.
+const (
+	ClassNone             Class = ""
+	ClassRetryable        Class = "retryable"
+	ClassNonFastForward   Class = "non_fast_forward"
+	ClassUnrelatedHistory Class = "unrelated_history"
+	ClassAuth             Class = "auth"
+	ClassNotFound         Class = "not_found"
+	ClassPermanent        Class = "permanent"
+)
+
+// NextStep is what a person or the agent should do about a class.
+func (c Class) NextStep() string {
+	switch c {
+	case ClassRetryable:
+		return "the server or network failed for now; commits stay local and are pushed at the next sync"
+	case ClassNonFastForward:
+		return "another writer pushed first; the next sync fetches and replays local commits onto theirs"
+	case ClassUnrelatedHistory:
+		return "the remote history was replaced; the next sync keeps local files and backs up the old tip"
+	case ClassAuth:
+		return "check MEMFSD_TOKEN / --token-file and the username; nothing is retried until the next sync"
+	case ClassNotFound:
+		return "check --base-url and the agent id: the server has no such repository"
+	default:
+		return "see the cause; commits stay local"
+	}
+}
+
+// Error is a failure with its class; it wraps the cause.
+type Error struct {
+	Op    string // the operation that failed: clone, pull, push, ...
+	Class Class
+	// RetryAfter is the server's Retry-After, when it sent one.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s: %v", e.Op, e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap classifies err and returns it as an *Error for op (nil stays nil).
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	c, after := classify(err)
+	return &Error{Op: op, Class: c, RetryAfter: after, Err: err}
+}
+
+// ClassOf returns the class of err (ClassNone for nil).
+func ClassOf(err error) Class {
+	if err == nil {
+		return ClassNone
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	c, _ := classify(err)
+	return c
+}
+
+// retryableStatus are the HTTP answers worth trying again.
+func retryableStatus(code int) bool {
+	switch {
+	case code == 429, code == 500, code == 502, code == 503, code == 504:
+		return true
+	case code >= 520 && code <= 524:
+		return true
+	}
+	return false
+}
+
+func classify(err error) (Class, time.Duration) {
+	switch {
+	case errors.Is(err, gitmem.ErrNonFastForward), errors.Is(err, gitmem.ErrRefMoved), errors.Is(err, gitmem.ErrWorkTreeChanged):
+		return ClassNonFastForward, 0
+	case errors.Is(err, gitmem.ErrUnrelatedHistory):
+		return ClassUnrelatedHistory, 0
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return ClassAuth, 0
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return ClassNotFound, 0
+	case errors.Is(err, gitmem.ErrLocked):
+		return ClassRetryable, 0
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassRetryable, 0
+	}
+	// go-git wraps other HTTP statuses in an UnexpectedError that has no
+	// Unwrap: take its Err and look for the response.
+	var ue *plumbing.UnexpectedError
+	if errors.As(err, &ue) {
+		var he *githttp.Err
+		if errors.As(ue.Err, &he) && he.Response != nil {
+			code := he.Response.StatusCode
+			if retryableStatus(code) {
+				return ClassRetryable, retryAfter(he.Response.Header.Get("Retry-After"))
+			}
+			return ClassPermanent, 0
+		}
+	}
+	var he *githttp.Err
+	if errors.As(err, &he) && he.Response != nil {
+		if retryableStatus(he.Response.StatusCode) {
+			return ClassRetryable, retryAfter(he.Response.Header.Get("Retry-After"))
+		}
+		return ClassPermanent, 0
+	}
+	var ne net.Error
+	var ue2 *url.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return ClassRetryable, 0
+	case errors.As(err, &ne) && ne.Timeout():
+		return ClassRetryable, 0
+	case errors.As(err, &ue2):
+		return ClassRetryable, 0
+	}
+	// Push rejections arrive only as text (go-git has no sentinel for them).
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "failed to update ref", "fetch first", "stale info", "cannot lock ref"} {
+		if strings.Contains(msg, s) {
+			return ClassNonFastForward, 0
+		}
+	}
+	for _, s := range []string{"connection reset", "connection refused", "unexpected EOF", "broken pipe"} {
+		if strings.Contains(msg, s) {
+			return ClassRetryable, 0
+		}
+	}
+	return ClassPermanent, 0
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date).
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := time.Parse(time.RFC1123, v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
