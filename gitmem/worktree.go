@@ -66,7 +66,7 @@ func (r *Repo) readWorkFile(rel string) (*fileState, error) {
 			target, err = os.Readlink(abs)
 			state.data = []byte(target)
 		case fi.IsDir():
-			return nil, fmt.Errorf("read %s: is a folder", rel)
+			return nil, nil // a folder now stands where the file was: the file is gone
 		default:
 			return nil, fmt.Errorf("read %s: not a regular file (%s)", rel, fi.Mode().Type())
 		}

@@ -1,0 +1,101 @@
+package gitmem_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+// TestRepo_CoexistsWithGitCLI writes 200 commits with CommitWrite while the
+// git CLI makes 200 of its own in the same folder. A CLI commit refused
+// because our lock is held is fine; a commit that reported success and is
+// not reachable afterwards is a loss.
+func TestRepo_CoexistsWithGitCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200+200 commits")
+	}
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "co")
+	const n = 200
+	var wg sync.WaitGroup
+	var ours []string
+	var oursErr error
+	var cliOK []string
+	cliRefused := 0
+	lastRefusal := ""
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < n; i++ {
+			p := fmt.Sprintf("mem/m%03d.md", i)
+			writeFile(t, r.Dir, p, fmt.Sprintf("memfsd write %d\n", i))
+			h, err := r.CommitWrite([]string{p}, "memory: create "+p)
+			if err != nil {
+				oursErr = fmt.Errorf("CommitWrite %d: %w", i, err)
+				return
+			}
+			ours = append(ours, h.String())
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < n; i++ {
+			p := fmt.Sprintf("cli/c%03d.md", i)
+			writeFile(t, r.Dir, p, fmt.Sprintf("cli write %d\n", i))
+			msg := fmt.Sprintf("cli commit %d", i)
+			// A person retries a refused command a few times, as git's
+			// message suggests; what still fails is counted as refused.
+			ok := false
+			for attempt := 0; attempt < 20 && !ok; attempt++ {
+				if out, err := gitErr(r.Dir, "add", "--", p); err != nil {
+					lastRefusal = out
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if out, err := gitErr(r.Dir, "commit", "-q", "-m", msg, "--", p); err != nil {
+					lastRefusal = out
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				ok = true
+			}
+			if !ok {
+				cliRefused++
+				continue
+			}
+			cliOK = append(cliOK, msg)
+		}
+	}()
+	wg.Wait()
+	if oursErr != nil {
+		t.Fatal(oursErr)
+	}
+	git(t, r.Dir, "fsck", "--strict")
+	for _, h := range ours {
+		if _, err := gitErr(r.Dir, "merge-base", "--is-ancestor", h, "HEAD"); err != nil {
+			t.Errorf("memfsd commit %s lost", h[:8])
+		}
+	}
+	subjects := git(t, r.Dir, "log", "--format=%s")
+	for _, msg := range cliOK {
+		if !strings.Contains(subjects, msg+"\n") && !strings.HasSuffix(subjects, msg) {
+			t.Errorf("CLI commit %q lost", msg)
+		}
+	}
+	// Every memfsd file is in HEAD; the index agrees with HEAD for them.
+	files := git(t, r.Dir, "ls-tree", "-r", "--name-only", "HEAD", "mem")
+	if c := strings.Count(files, "\n") + 1; c != n {
+		t.Errorf("HEAD has %d memfsd files, want %d", c, n)
+	}
+	if got := git(t, r.Dir, "diff", "--cached", "--name-only", "HEAD", "--", "mem"); got != "" {
+		t.Errorf("index differs from HEAD for memfsd files: %s", got)
+	}
+	t.Logf("memfsd commits %d, CLI commits %d, CLI refused %d (last: %.80s)", len(ours), len(cliOK), cliRefused, lastRefusal)
+	if len(cliOK) == 0 {
+		t.Fatal("no CLI commit got through: the test proves nothing")
+	}
+}
