@@ -51,6 +51,7 @@ func Open(ctx context.Context, cfg *Config, id string) (*Agent, error) {
 	}
 	a := &Agent{ID: id, Repo: repo, cfg: cfg, log: log}
 	if err := a.initialiseIfEmpty(ctx); err != nil {
+		repo.Close()
 		return nil, err
 	}
 	return a, nil
@@ -88,6 +89,9 @@ func (a *Agent) initialiseIfEmpty(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Close stops the agent's background work.
+func (a *Agent) Close() error { return a.Repo.Close() }
 
 // DirectWriteMessage is the commit message of a file written straight into
 // the work tree.

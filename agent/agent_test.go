@@ -33,6 +33,15 @@ func git(tb testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// open opens an agent and closes it when the test ends.
+func open(tb testing.TB, cfg *agent.Config, id string) (*agent.Agent, error) {
+	a, err := agent.Open(context.Background(), cfg, id)
+	if err == nil {
+		tb.Cleanup(func() { a.Close() })
+	}
+	return a, err
+}
+
 func newConfig(tb testing.TB, srv *gitserver.Server, tok string, logs *bytes.Buffer) *agent.Config {
 	tb.Helper()
 	cfg := &agent.Config{Home: filepath.Join(tb.TempDir(), "home"), BaseURL: srv.URL, Token: tok}
@@ -58,7 +67,7 @@ func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
 	cfg := newConfig(t, srv, token, nil)
 	ctx := context.Background()
 
-	a, err := agent.Open(ctx, cfg, "agent-1")
+	a, err := open(t, cfg, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +91,7 @@ func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
 	git(t, peer, "push", "-q", "origin", "main")
 
 	// A later run opens the existing folder and fast-forwards.
-	a, err = agent.Open(ctx, cfg, "agent-1")
+	a, err = open(t, cfg, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +119,7 @@ func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	ctx := context.Background()
-	a, err := agent.Open(ctx, cfg, "a2")
+	a, err := open(t, cfg, "a2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +171,7 @@ func TestAgent_WrongTokenIsAuthAndNeverLeaks(t *testing.T) {
 	var logs bytes.Buffer
 	bad := "wrong-token-ZZZ-987654"
 	cfg := newConfig(t, srv, bad, &logs)
-	_, err := agent.Open(context.Background(), cfg, "a3")
+	_, err := open(t, cfg, "a3")
 	if err == nil {
 		t.Fatal("open with a wrong token succeeded")
 	}
@@ -183,7 +192,7 @@ func TestAgent_WrongTokenIsAuthAndNeverLeaks(t *testing.T) {
 	})
 	// The right token on the same home then works.
 	cfg.Token = token
-	if _, err := agent.Open(context.Background(), cfg, "a3"); err != nil {
+	if _, err := open(t, cfg, "a3"); err != nil {
 		t.Fatalf("open with the right token: %v", err)
 	}
 	if cfgText, _ := os.ReadFile(filepath.Join(cfg.MemoryDir("a3"), ".git", "config")); bytes.Contains(cfgText, []byte(token)) {
@@ -213,7 +222,7 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a, err := agent.Open(ctx, cfg, "local")
+	a, err := open(t, cfg, "local")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	if err := r.checkHead(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait)
+	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -58,11 +58,9 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	}
 	var parentTree plumbing.Hash
 	if !parent.IsZero() {
-		c, err := r.objs.commit(parent)
-		if err != nil {
+		if parentTree, err = r.objs.commitTree(parent); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		parentTree = c.TreeHash
 	}
 	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
 	if err != nil {
@@ -104,6 +102,7 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	r.objs.rememberCommit(commit, tree)
 	if err := r.objs.flush(); err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -112,7 +111,7 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	if err := lk.write(ix.encode(), false); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := casRef(r.GitDir, r.branchRef(), parent, commit, r.opts.LockWait, r.objs.sync); err != nil {
+	if err := casRef(r.GitDir, r.branchRef(), parent, commit, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if err := lk.commit(); err != nil {

@@ -246,7 +246,7 @@ func (r *Repo) fastForward(old, new plumbing.Hash) error {
 	if err := r.checkHead(); err != nil {
 		return err
 	}
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait)
+	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (r *Repo) fastForward(old, new plumbing.Hash) error {
 	if err := lk.write(ix.encode(), false); err != nil {
 		return err
 	}
-	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync); err != nil {
+	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
 		return err
 	}
 	return lk.commit()

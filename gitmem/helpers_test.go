@@ -54,6 +54,7 @@ func mustClone(tb testing.TB, srv *gitserver.Server, agent string) *gitmem.Repo 
 	if err != nil {
 		tb.Fatalf("clone: %v", err)
 	}
+	tb.Cleanup(func() { r.Close() })
 	return r
 }
 

@@ -30,20 +30,46 @@ type lockFile struct {
 	f      *os.File
 }
 
-// acquireLock takes <target>.lock, retrying until wait has passed.
-func acquireLock(target string, wait time.Duration) (*lockFile, error) {
+// acquireLock takes <target>.lock, retrying until wait has passed. With
+// spares, the lock is a spare file linked into place (no new inode on the
+// write's path); without, it is created with O_CREAT|O_EXCL.
+func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, error) {
 	path := target + ".lock"
 	deadline := time.Now().Add(wait)
 	delay := time.Millisecond
+	var spare *os.File
+	var spareName string
+	if sp != nil {
+		var err error
+		if spare, spareName, err = sp.take(); err != nil {
+			return nil, fmt.Errorf("take %s: %w", path, err)
+		}
+	}
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		var f *os.File
+		var err error
+		if spare != nil {
+			if err = linkExclusive(spareName, path); err == nil {
+				f = spare
+			}
+		} else {
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		}
 		if err == nil {
 			return &lockFile{target: target, path: path, f: f}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
+			if spare != nil {
+				spare.Close()
+				sp.give(spareName)
+			}
 			return nil, fmt.Errorf("take %s: %w", path, err)
 		}
 		if time.Now().After(deadline) {
+			if spare != nil {
+				spare.Close()
+				sp.give(spareName)
+			}
 			return nil, fmt.Errorf("take %s: %w (waited %s; remove it if no git process runs)", path, ErrLocked, wait)
 		}
 		time.Sleep(delay)

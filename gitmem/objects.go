@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -27,11 +28,65 @@ type objectStore struct {
 	// ref may point at them.
 	written []string
 	dirs    map[string]bool
+	// present caches object ids known to exist and fanout folders known to
+	// exist; trees caches decoded trees (the root and the folders on hot
+	// paths are read back at every write).
+	present map[plumbing.Hash]bool
+	fanout  map[string]bool
+	trees   map[plumbing.Hash]*object.Tree
+	// commitTrees maps commits to their root trees: a write reads its
+	// parent's tree, which is nearly always the commit written before.
+	commitTrees map[plumbing.Hash]plumbing.Hash
+	spares      *spares
+}
+
+// commitTree returns the root tree of commit h.
+func (s *objectStore) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
+	if t, ok := s.commitTrees[h]; ok {
+		return t, nil
+	}
+	c, err := s.commit(h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return c.TreeHash, nil
+}
+
+func (s *objectStore) rememberCommit(h, tree plumbing.Hash) {
+	if len(s.commitTrees) >= objectCacheMax {
+		clear(s.commitTrees)
+	}
+	s.commitTrees[h] = tree
+}
+
+const objectCacheMax = 16384
+
+func (s *objectStore) remember(h plumbing.Hash, t *object.Tree) {
+	if len(s.present) >= objectCacheMax {
+		clear(s.present)
+	}
+	s.present[h] = true
+	if t != nil {
+		if len(s.trees) >= objectCacheMax/4 {
+			clear(s.trees)
+		}
+		s.trees[h] = t
+	}
 }
 
 func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectStore {
-	return &objectStore{dir: filepath.Join(gitDir, "objects"), st: st, sync: sync, dirs: map[string]bool{}}
+	return &objectStore{
+		dir: filepath.Join(gitDir, "objects"), st: st, sync: sync, dirs: map[string]bool{},
+		present: map[plumbing.Hash]bool{}, fanout: map[string]bool{}, trees: map[plumbing.Hash]*object.Tree{},
+		commitTrees: map[plumbing.Hash]plumbing.Hash{},
+	}
 }
+
+// zlibPool keeps compressors: a fresh one allocates ~600 KB of state.
+var zlibPool = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
 
 // hashObject is git's object id of data of type t.
 func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
@@ -48,10 +103,18 @@ func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
 
 // has reports whether the object exists, loose or packed.
 func (s *objectStore) has(h plumbing.Hash) bool {
-	if _, err := os.Stat(s.loosePath(h)); err == nil {
+	if s.present[h] {
 		return true
 	}
-	return s.st.HasEncodedObject(h) == nil
+	if _, err := os.Stat(s.loosePath(h)); err == nil {
+		s.remember(h, nil)
+		return true
+	}
+	if s.st.HasEncodedObject(h) == nil {
+		s.remember(h, nil)
+		return true
+	}
+	return false
 }
 
 func (s *objectStore) loosePath(h plumbing.Hash) string {
@@ -62,11 +125,20 @@ func (s *objectStore) loosePath(h plumbing.Hash) string {
 // write stores data as a loose object of type t unless it exists already.
 func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := hashObject(t, data)
-	if s.has(h) {
+	// Only the cache and the loose file are checked: asking go-git about
+	// packs costs an open per call, and an object both packed and loose is
+	// harmless (git itself allows it; gc drops the copy).
+	if s.present[h] {
+		return h, nil
+	}
+	if _, err := os.Stat(s.loosePath(h)); err == nil {
+		s.remember(h, nil)
 		return h, nil
 	}
 	var buf bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw := zlibPool.Get().(*zlib.Writer)
+	defer zlibPool.Put(zw)
+	zw.Reset(&buf)
 	zw.Write(t.Bytes())
 	zw.Write([]byte{' '})
 	zw.Write(strconv.AppendInt(nil, int64(len(data)), 10))
@@ -77,32 +149,38 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	}
 	path := s.loosePath(h)
 	dir := filepath.Dir(path)
-	if err := os.Mkdir(dir, 0o755); err == nil {
-		s.dirs[dir] = true
-	} else if !errors.Is(err, fs.ErrExist) {
-		return h, fmt.Errorf("write object %s: %w", h, err)
+	if !s.fanout[dir] {
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			s.dirs[dir] = true
+		} else if !errors.Is(err, fs.ErrExist) {
+			return h, fmt.Errorf("write object %s: %w", h, err)
+		}
+		s.fanout[dir] = true
 	}
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	// Written under a temporary name, read-only from the start, renamed into
+	// place: a crash never leaves a torn object under its real name.
+	f, tmp, err := s.spares.take()
 	if err != nil {
 		return h, fmt.Errorf("write object %s: %w", h, err)
 	}
-	_, err = tmp.Write(buf.Bytes())
-	if err == nil && s.sync {
-		err = tmp.Sync()
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Chmod(0o444)
 	}
-	if cerr := tmp.Close(); err == nil {
+	if err == nil && s.sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o444)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(tmp.Name())
+		_ = os.Remove(tmp)
 		return h, fmt.Errorf("write object %s: %w", h, err)
 	}
+	s.remember(h, nil)
 	s.written = append(s.written, path)
 	return h, nil
 }
@@ -143,6 +221,9 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 	if h.IsZero() {
 		return &object.Tree{}, nil
 	}
+	if t, ok := s.trees[h]; ok {
+		return t, nil
+	}
 	t, err := object.GetTree(s.st, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// The git CLI may have packed objects behind our back: go-git keeps
@@ -153,6 +234,7 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
+	s.remember(h, t)
 	return t, nil
 }
 
@@ -166,6 +248,7 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", h, err)
 	}
+	s.rememberCommit(h, c.TreeHash)
 	return c, nil
 }
 

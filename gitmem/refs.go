@@ -75,12 +75,14 @@ func headBranch(gitDir string) (string, error) {
 // casRef moves ref name from old to new with git's protocol: take
 // <ref>.lock, check the current value is old, write new into the lock,
 // rename it into place. old == ZeroHash means "must not exist".
-func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool) error {
+func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool, sp *spares) error {
 	path := filepath.Join(gitDir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", name, err)
+	if sp == nil { // the hot path (a commit) knows refs/heads exists
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("update %s: %w", name, err)
+		}
 	}
-	lk, err := acquireLock(path, wait)
+	lk, err := acquireLock(path, wait, sp)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
@@ -107,7 +109,7 @@ func setRef(gitDir, name string, h plumbing.Hash, wait time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
-	lk, err := acquireLock(path, wait)
+	lk, err := acquireLock(path, wait, nil)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}

@@ -57,10 +57,17 @@ type Repo struct {
 	Remote Remote
 	opts   Options
 
-	mu   sync.Mutex
-	st   *filesystem.Storage
-	objs *objectStore
-	log  *slog.Logger
+	mu     sync.Mutex
+	st     *filesystem.Storage
+	objs   *objectStore
+	spares *spares
+	log    *slog.Logger
+}
+
+// Close stops the repo's background work (refilling spare files).
+func (r *Repo) Close() error {
+	r.spares.stop()
+	return nil
 }
 
 // ErrNotRepository is returned by Open on a folder without .git.
@@ -76,6 +83,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
+	r.spares.start()
 	return r, nil
 }
 
@@ -90,14 +98,18 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	gitDir := filepath.Join(dir, ".git")
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{})
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
+	sp := newSpares(gitDir)
+	objs := newObjectStore(gitDir, st, !opts.NoSync)
+	objs.spares = sp
 	return &Repo{
 		Dir:    dir,
 		GitDir: gitDir,
 		Remote: remote,
 		opts:   opts,
 		st:     st,
-		objs:   newObjectStore(gitDir, st, !opts.NoSync),
+		objs:   objs,
+		spares: sp,
 		log:    opts.Logger,
 	}
 }
@@ -156,5 +168,6 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 			return nil, fmt.Errorf("init %s: %w", dir, err)
 		}
 	}
+	r.spares.start()
 	return r, nil
 }

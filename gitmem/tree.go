@@ -83,7 +83,12 @@ func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Ha
 	if len(entries) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	return s.write(plumbing.TreeObject, encodeTree(entries))
+	data, list := encodeTree(entries)
+	h, err := s.write(plumbing.TreeObject, data)
+	if err == nil {
+		s.remember(h, &object.Tree{Hash: h, Entries: list})
+	}
+	return h, err
 }
 
 func allDeletes(cs []change) bool {
@@ -97,7 +102,7 @@ func allDeletes(cs []change) bool {
 
 // encodeTree serialises entries in git's order, where a folder sorts as
 // "name/": "a.md" < "a/" < "a0".
-func encodeTree(entries map[string]object.TreeEntry) []byte {
+func encodeTree(entries map[string]object.TreeEntry) ([]byte, []object.TreeEntry) {
 	list := make([]object.TreeEntry, 0, len(entries))
 	for _, e := range entries {
 		list = append(list, e)
@@ -113,7 +118,7 @@ func encodeTree(entries map[string]object.TreeEntry) []byte {
 		buf.WriteByte(0)
 		buf.Write(e.Hash[:])
 	}
-	return buf.Bytes()
+	return buf.Bytes(), list
 }
 
 func treeSortKey(e object.TreeEntry) string {

@@ -29,6 +29,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return syncFailed(cmd, err)
 			}
+			defer a.Close()
 			res, err := a.Sync(cmd.Context())
 			if err != nil {
 				return syncFailed(cmd, err)

@@ -1,0 +1,158 @@
+package gitmem_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/fixture"
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+// The benchmarks run memfsd and the git CLI side by side, alternating one
+// operation each on two identical copies, and report both medians and
+// their ratio (memfsd ÷ CLI; below 1 is faster). scripts/bench.sh prints the
+// table.
+
+func fixtureDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "repos"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+func cliEnv(dir string) []string {
+	return append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@memfsd.local",
+		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@memfsd.local", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+}
+
+func runCLI(tb testing.TB, dir string, args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = cliEnv(dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func report(b *testing.B, ours, cli []time.Duration) {
+	mo, mc := median(ours), median(cli)
+	b.ReportMetric(float64(mo.Microseconds())/1000, "memfsd-ms")
+	b.ReportMetric(float64(mc.Microseconds())/1000, "cli-ms")
+	b.ReportMetric(float64(mo)/float64(mc), "ratio")
+}
+
+var commitSizes = []struct{ files, commits int }{{1000, 10000}, {10000, 2000}}
+
+// BenchmarkCommitWrite: one single-file write committed by CommitWrite vs
+// `git add -- path` + `git commit` exec'd per write.
+func BenchmarkCommitWrite(b *testing.B) {
+	for _, size := range commitSizes {
+		for _, nofsync := range []bool{false, true} {
+			name := fmt.Sprintf("files=%d/commits=%d/fsync=%t", size.files, size.commits, !nofsync)
+			b.Run(name, func(b *testing.B) {
+				bare, err := fixture.Bare(fixtureDir(b), size.files, size.commits)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tmp := b.TempDir()
+				memDir, cliDir := filepath.Join(tmp, "mem"), filepath.Join(tmp, "cli")
+				for _, d := range []string{memDir, cliDir} {
+					if err := fixture.CloneCLI(bare, d); err != nil {
+						b.Fatal(err)
+					}
+				}
+				r, err := gitmem.Open(memDir, gitmem.Remote{}, gitmem.Options{Author: testAuthor, NoSync: nofsync})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { r.Close() })
+				var ours, cli []time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					p := fixture.Path((i * 31) % size.files)
+					content := fmt.Sprintf("bench write %d\n", i)
+					writeFile(b, memDir, p, content)
+					writeFile(b, cliDir, p, content)
+					t0 := time.Now()
+					if _, err := r.CommitWrite([]string{p}, "memory: update "+p); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					runCLI(b, cliDir, "add", "--", p)
+					runCLI(b, cliDir, "commit", "-q", "-m", "memory: update "+p)
+					t2 := time.Now()
+					ours, cli = append(ours, t1.Sub(t0)), append(cli, t2.Sub(t1))
+				}
+				b.StopTimer()
+				report(b, ours, cli)
+				checkClean(b, memDir)
+			})
+		}
+	}
+}
+
+// BenchmarkPush: a one-commit push on histories of different lengths vs
+// `git push` to the same git http-backend.
+func BenchmarkPush(b *testing.B) {
+	for _, commits := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("commits=%d", commits), func(b *testing.B) {
+			bare, err := fixture.Bare(fixtureDir(b), 1000, commits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := gitserver.New(b, testToken)
+			for _, agent := range []string{"mem", "cli"} {
+				dst := filepath.Join(srv.Root, "v1", "git", agent, "state.git")
+				os.MkdirAll(filepath.Dir(dst), 0o755)
+				if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
+					b.Fatalf("cp: %v %s", err, out)
+				}
+			}
+			r, err := gitmem.Clone(context.Background(), filepath.Join(b.TempDir(), "mem"), remoteFor(srv, "mem"), gitmem.Options{Author: testAuthor})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { r.Close() })
+			cliDir := cliClone(b, srv, "cli")
+			var ours, cli []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := fixture.Path(i % 1000)
+				content := fmt.Sprintf("push bench %d\n", i)
+				b.StopTimer()
+				writeFile(b, r.Dir, p, content)
+				writeFile(b, cliDir, p, content)
+				if _, err := r.CommitWrite([]string{p}, "memory: update "+p); err != nil {
+					b.Fatal(err)
+				}
+				runCLI(b, cliDir, "commit", "-qam", "memory: update "+p)
+				b.StartTimer()
+				t0 := time.Now()
+				if res, err := r.Push(context.Background()); err != nil || res.Commits != 1 {
+					b.Fatalf("push: %+v %v", res, err)
+				}
+				t1 := time.Now()
+				runCLI(b, cliDir, "push", "-q", "origin", "main")
+				t2 := time.Now()
+				ours, cli = append(ours, t1.Sub(t0)), append(cli, t2.Sub(t1))
+			}
+			b.StopTimer()
+			report(b, ours, cli)
+		})
+	}
+}
