@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -167,9 +169,6 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	if err == nil {
 		err = f.Chmod(0o444)
 	}
-	if err == nil && s.sync {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -185,24 +184,23 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	return h, nil
 }
 
-// flush makes the objects written so far durable: the files were synced as
-// they were written; the folders holding new names are synced here.
+// flush makes the objects written so far durable before a ref may point at
+// them. One syncfs(2) on the repository's filesystem hardens every new
+// object file and the folders naming them at once: on a quiet filesystem it
+// costs about one fsync, where an fsync per object and per folder cost one
+// each.
 func (s *objectStore) flush() error {
 	defer func() { s.written = s.written[:0]; clear(s.dirs) }()
 	if !s.sync || len(s.written) == 0 {
 		return nil
 	}
-	dirs := map[string]bool{}
-	for _, p := range s.written {
-		dirs[filepath.Dir(p)] = true
+	f, err := os.Open(s.dir)
+	if err != nil {
+		return fmt.Errorf("sync objects: %w", err)
 	}
-	for d := range s.dirs {
-		dirs[filepath.Dir(d)] = true // objects/ itself gained a folder
-	}
-	for d := range dirs {
-		if err := syncDir(d); err != nil {
-			return fmt.Errorf("sync %s: %w", d, err)
-		}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync objects: %w", err)
 	}
 	return nil
 }

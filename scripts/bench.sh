@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks of memfsd's git engine against the git CLI, on
+# fixture repos built once with git fast-import under testdata/repos.
+# Prints a markdown table of medians and ratios (memfsd ÷ CLI).
+#   scripts/bench.sh            # 200 writes, 30 pushes per row
+#   N=50 P=10 scripts/bench.sh  # quicker
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-200}
+P=${P:-30}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+go test -run '^$' -bench 'BenchmarkCommitWrite' -benchtime "${N}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkPush' -benchtime "${P}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
+
+echo
+echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), $(git --version), $(go env GOVERSION)."
+echo
+echo "| operation | repo | memfsd (median) | git CLI (median) | memfsd ÷ CLI |"
+echo "|---|---|---|---|---|"
+awk '
+/^Benchmark(CommitWrite|Push)\// {
+  name=$1; sub(/-[0-9]+$/, "", name)
+  for (i = 2; i <= NF; i++) { if ($i == "memfsd-ms") m=$(i-1); if ($i == "cli-ms") c=$(i-1); if ($i == "ratio") r=$(i-1) }
+  split(name, p, "/")
+  if (p[1] == "BenchmarkCommitWrite") {
+    op = "commit one write"; gsub("files=", "", p[2]); gsub("commits=", "", p[3]); gsub("fsync=", "", p[4])
+    repo = p[2] " files / " p[3] " commits, fsync " p[4]
+    cli = "git add + git commit"
+  } else {
+    op = "push one commit"; gsub("commits=", "", p[2]); repo = p[2] " commits"; cli = "git push"
+  }
+  printf "| %s | %s | %.2f ms | %.2f ms (%s) | %.3f (1/%.1f) |\n", op, repo, m, c, cli, r, 1/r
+}' "$out"
