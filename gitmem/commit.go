@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // ErrNothingToCommit is returned by CommitWrite when the paths already
@@ -98,7 +99,8 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	if !parent.IsZero() {
 		parents = append(parents, parent)
 	}
-	commit, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, parents, r.opts.Author, when, message))
+	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
+	commit, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, parents, sig, sig, message))
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -123,20 +125,20 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 }
 
 // encodeCommit is a commit object's body.
-func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, who Signature, when time.Time, message string) []byte {
+func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer object.Signature, message string) []byte {
 	var b bytes.Buffer
 	b.WriteString("tree " + tree.String() + "\n")
 	for _, p := range parents {
 		b.WriteString("parent " + p.String() + "\n")
 	}
-	sig := sigLine(who, when)
-	b.WriteString("author " + sig + "\n")
-	b.WriteString("committer " + sig + "\n\n")
+	b.WriteString("author " + sigLine(author) + "\n")
+	b.WriteString("committer " + sigLine(committer) + "\n\n")
 	b.WriteString(strings.TrimRight(message, "\n") + "\n")
 	return b.Bytes()
 }
 
-func sigLine(who Signature, when time.Time) string {
+func sigLine(s object.Signature) string {
+	who, when := s, s.When
 	_, offset := when.Zone()
 	sign := '+'
 	if offset < 0 {

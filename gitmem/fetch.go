@@ -22,9 +22,6 @@ var (
 	ErrNonFastForward = errors.New("non-fast-forward: local and remote both have new commits")
 	// ErrUnrelatedHistory: local and remote share no commit.
 	ErrUnrelatedHistory = errors.New("unrelated histories: local and remote share no commit")
-	// ErrWorkTreeChanged: a fast-forward would overwrite a file changed
-	// locally since it was committed.
-	ErrWorkTreeChanged = errors.New("work tree has uncommitted changes to files the remote changed")
 )
 
 // Relation is how the local branch stands against the remote branch.
@@ -227,7 +224,7 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	}
 	switch res.Relation {
 	case Behind:
-		if err := r.fastForward(local, remote); err != nil {
+		if err := r.moveBranch(local, remote); err != nil {
 			return res, fmt.Errorf("pull: fast-forward: %w", err)
 		}
 		res.Head, res.Updated = remote, true
@@ -239,10 +236,11 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	return res, nil
 }
 
-// fastForward moves the branch from old to new and brings the work tree and
-// index along, file by file. A file changed locally since old is never
-// overwritten: the whole fast-forward is refused instead.
-func (r *Repo) fastForward(old, new plumbing.Hash) error {
+// moveBranch moves the branch from old to new and brings the work tree and
+// index along, file by file. A file changed in the work tree since old (an
+// agent writing during a sync) is never overwritten: it stays as written,
+// shows as modified, and the next commit takes it.
+func (r *Repo) moveBranch(old, new plumbing.Hash) error {
 	if err := r.checkHead(); err != nil {
 		return err
 	}
@@ -276,7 +274,7 @@ func (r *Repo) fastForward(old, new plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	// Check every file first, then write: all or nothing.
+	kept := map[string]bool{}
 	for _, c := range changes {
 		abs := filepath.Join(r.Dir, filepath.FromSlash(c.Path))
 		if _, err := os.Lstat(abs); err != nil {
@@ -289,11 +287,20 @@ func (r *Repo) fastForward(old, new plumbing.Hash) error {
 		if (h == c.From.Hash && mode == c.From.Mode) || (h == c.To.Hash && mode == c.To.Mode) {
 			continue
 		}
-		return fmt.Errorf("%w: %s (commit it, then sync again)", ErrWorkTreeChanged, c.Path)
+		kept[c.Path] = true
+		r.log.Info("kept a file changed during sync; it will be committed next", "path", c.Path)
 	}
 	touched := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		touched[c.Path] = true
+		if kept[c.Path] {
+			if c.To.Hash.IsZero() {
+				ix.remove(c.Path)
+			} else {
+				ix.set(c.Path, c.To.Hash, c.To.Mode, nil) // no stat: git re-reads it
+			}
+			continue
+		}
 		if c.To.Hash.IsZero() {
 			if err := r.removeWorkFile(c.Path); err != nil {
 				return err
@@ -337,6 +344,7 @@ func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo,
 	}
 	if _, err := r.Pull(ctx); err != nil {
 		// Leave no half-made repository behind: the next run starts over.
+		r.Close()
 		_ = os.RemoveAll(r.GitDir)
 		return nil, fmt.Errorf("clone: %w", err)
 	}

@@ -76,7 +76,7 @@ var ErrNotRepository = errors.New("not a git repository")
 // Open opens the work tree at dir and clears lock files that a crash left.
 func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	gitDir := filepath.Join(dir, ".git")
-	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
 	}
 	r := newRepo(dir, remote, opts)

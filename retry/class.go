@@ -108,7 +108,7 @@ func retryableStatus(code int) bool {
 
 func classify(err error) (Class, time.Duration) {
 	switch {
-	case errors.Is(err, gitmem.ErrNonFastForward), errors.Is(err, gitmem.ErrRefMoved), errors.Is(err, gitmem.ErrWorkTreeChanged):
+	case errors.Is(err, gitmem.ErrNonFastForward), errors.Is(err, gitmem.ErrRefMoved):
 		return ClassNonFastForward, 0
 	case errors.Is(err, gitmem.ErrUnrelatedHistory):
 		return ClassUnrelatedHistory, 0

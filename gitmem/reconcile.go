@@ -1,0 +1,165 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// BackupRefPrefix names the refs that keep a local tip before a restore.
+const BackupRefPrefix = "refs/memfsd/backup/"
+
+// DefaultPushRounds bounds how often Reconcile fetches, integrates and
+// pushes again when another writer keeps winning the race.
+const DefaultPushRounds = 5
+
+// ReconcileResult says what Reconcile did.
+type ReconcileResult struct {
+	Relation  Relation // how local stood against the remote at first
+	Pulled    bool     // remote commits were brought in
+	Replayed  int      // local commits rebuilt on the remote tip
+	Conflicts []string // conflict copies made
+	Backup    string   // backup ref made before a restore
+	Pushed    int      // commits the remote accepted
+	Head      plumbing.Hash
+}
+
+// Reconcile brings local and remote together and pushes, recovering on its
+// own from the classes that allow it: behind → fast-forward; diverged →
+// replay the local commits onto the remote tip with a three-way merge per
+// file; unrelated (or the remote rewrote the commits we had pushed) →
+// back up the local tip under refs/memfsd/backup/, take the remote, and
+// re-apply every local file it lacks or has differently. New commits become
+// reachable only by the final compare-and-swap of each ref, so a crash at
+// any point leaves the old branch intact. The push is retried in a bounded
+// loop when another writer wins again.
+func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var res ReconcileResult
+	for round := 0; round < DefaultPushRounds; round++ {
+		lastPushed, err := r.RemoteHead()
+		if err != nil {
+			return res, err
+		}
+		remote, err := r.fetch(ctx)
+		if err != nil {
+			return res, fmt.Errorf("fetch: %w", err)
+		}
+		local, err := r.Head()
+		if err != nil {
+			return res, err
+		}
+		rel, err := r.relate(local, remote)
+		if err != nil {
+			return res, err
+		}
+		if round == 0 {
+			res.Relation = rel
+		}
+		if rel == Diverged && r.rewritten(lastPushed, remote) {
+			rel = Unrelated
+		}
+		switch rel {
+		case Behind:
+			if err := r.moveBranch(local, remote); err != nil {
+				return res, fmt.Errorf("fast-forward: %w", err)
+			}
+			res.Pulled = true
+			res.Head = remote
+			return res, nil
+		case Diverged, Unrelated:
+			var rr replayResult
+			if rel == Diverged {
+				rr, err = r.replay(local, remote)
+			} else {
+				if res.Backup, err = r.backup(local); err != nil {
+					return res, err
+				}
+				r.log.Warn("remote history replaced; local tip backed up", "backup", res.Backup, "old_tip", local.String())
+				rr, err = r.restore(local, remote)
+			}
+			if err != nil {
+				return res, fmt.Errorf("replay: %w", err)
+			}
+			if err := r.moveBranch(local, rr.Head); err != nil {
+				return res, fmt.Errorf("replay: move %s: %w", r.opts.Branch, err)
+			}
+			res.Pulled = true
+			res.Replayed += rr.Replayed
+			res.Conflicts = append(res.Conflicts, rr.Conflicts...)
+		}
+		pr, err := r.push(ctx)
+		res.Head = pr.Head
+		if err == nil {
+			res.Pushed += pr.Commits
+			return res, nil
+		}
+		if !errors.Is(err, ErrNonFastForward) && !isRemoteRejection(err) {
+			return res, fmt.Errorf("push: %w", err)
+		}
+		r.log.Info("another writer pushed first; integrating again", "round", round+1)
+	}
+	return res, fmt.Errorf("push: %w (still losing the race after %d rounds)", ErrNonFastForward, DefaultPushRounds)
+}
+
+// rewritten reports whether the remote no longer holds the commit we last
+// saw there: it was force-pushed to another history.
+func (r *Repo) rewritten(lastPushed, remote plumbing.Hash) bool {
+	if lastPushed.IsZero() || lastPushed == remote || !r.objs.has(lastPushed) {
+		return false
+	}
+	anc, err := r.ancestors(remote)
+	return err == nil && !anc[lastPushed]
+}
+
+// backup keeps tip under refs/memfsd/backup/<unix-seconds>.
+func (r *Repo) backup(tip plumbing.Hash) (string, error) {
+	now := time.Now().Unix()
+	for i := 0; ; i++ {
+		name := BackupRefPrefix + strconv.FormatInt(now+int64(i), 10)
+		if _, err := os.Stat(filepath.Join(r.GitDir, filepath.FromSlash(name))); err == nil {
+			continue
+		}
+		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, nil); err != nil {
+			return "", fmt.Errorf("backup %s: %w", short(tip), err)
+		}
+		return name, nil
+	}
+}
+
+// Backups lists the backup refs.
+func (r *Repo) Backups() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(r.GitDir, "refs", "memfsd", "backup"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && filepath.Ext(e.Name()) != ".lock" {
+			out = append(out, BackupRefPrefix+e.Name())
+		}
+	}
+	return out, nil
+}
+
+// isRemoteRejection matches go-git's push rejections, which are text only.
+func isRemoteRejection(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "failed to update ref", "fetch first", "cannot lock ref", "stale info"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

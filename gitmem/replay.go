@@ -1,0 +1,275 @@
+package gitmem
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ConflictName is where the local side of a true conflict is kept:
+// "notes/today.md" → "notes/today.conflict-1a2b3c4.md".
+func ConflictName(p string, commit plumbing.Hash) string {
+	dir, file := path.Split(p)
+	ext := path.Ext(file)
+	if ext == file { // ".profile": the whole name is the stem
+		ext = ""
+	}
+	return dir + strings.TrimSuffix(file, ext) + ".conflict-" + commit.String()[:7] + ext
+}
+
+// IsConflictCopy reports whether p is a conflict copy made by memfsd.
+func IsConflictCopy(p string) bool {
+	file := path.Base(p)
+	i := strings.LastIndex(file, ".conflict-")
+	if i < 0 || len(file) < i+len(".conflict-")+7 {
+		return false
+	}
+	hex := file[i+len(".conflict-") : i+len(".conflict-")+7]
+	return strings.Trim(hex, "0123456789abcdef") == ""
+}
+
+// ancestors walks the whole history of tip.
+func (r *Repo) ancestors(tip plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	if tip.IsZero() {
+		return map[plumbing.Hash]bool{}, nil
+	}
+	w := newWalker(r.objs, tip)
+	for !w.done() {
+		if _, err := w.step(); err != nil {
+			return nil, err
+		}
+	}
+	return w.seen, nil
+}
+
+// entryAt finds the file at p in tree (ok false when absent or a folder).
+func (s *objectStore) entryAt(tree plumbing.Hash, p string) (object.TreeEntry, bool, error) {
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		t, err := s.tree(tree)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		var found *object.TreeEntry
+		for k := range t.Entries {
+			if t.Entries[k].Name == name {
+				found = &t.Entries[k]
+				break
+			}
+		}
+		if found == nil {
+			return object.TreeEntry{}, false, nil
+		}
+		if i == len(parts)-1 {
+			if found.Mode == filemode.Dir || found.Mode == filemode.Submodule {
+				return object.TreeEntry{}, false, nil
+			}
+			return *found, true, nil
+		}
+		if found.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		tree = found.Hash
+	}
+	return object.TreeEntry{}, false, nil
+}
+
+func sameEntry(a object.TreeEntry, aok bool, b object.TreeEntry, bok bool) bool {
+	if !aok || !bok {
+		return aok == bok
+	}
+	return a.Hash == b.Hash && a.Mode == b.Mode
+}
+
+// replayResult is the new tip built by a replay or a restore.
+type replayResult struct {
+	Head      plumbing.Hash
+	Replayed  int
+	Conflicts []string
+}
+
+// replay rebuilds the local commits that the remote lacks on top of
+// remote, oldest first (first parents only), merging file by file. Only
+// objects are written: no ref moves here.
+func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
+	res := replayResult{Head: remote}
+	theirs, err := r.ancestors(remote)
+	if err != nil {
+		return res, err
+	}
+	var mine []*object.Commit
+	for h := local; !h.IsZero() && !theirs[h]; {
+		c, err := r.objs.commit(h)
+		if err != nil {
+			return res, err
+		}
+		mine = append(mine, c)
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	slices.Reverse(mine)
+	tip := remote
+	tipTree, err := r.objs.commitTree(remote)
+	if err != nil {
+		return res, err
+	}
+	for _, c := range mine {
+		var parentTree plumbing.Hash
+		if len(c.ParentHashes) > 0 {
+			if parentTree, err = r.objs.commitTree(c.ParentHashes[0]); err != nil {
+				return res, err
+			}
+		}
+		diffs, err := r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+		if err != nil {
+			return res, err
+		}
+		changes, conflicts, err := r.mergeChanges(tipTree, diffs, c.Hash)
+		if err != nil {
+			return res, err
+		}
+		if len(changes) == 0 {
+			continue // the remote already has this commit's effect
+		}
+		tree, err := r.objs.applyChanges(tipTree, changes)
+		if err != nil {
+			return res, err
+		}
+		if tree == tipTree {
+			continue
+		}
+		committer := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
+		msg := c.Message
+		if len(conflicts) > 0 {
+			msg = strings.TrimRight(msg, "\n") + "\n\nmemfsd: conflict copies: " + strings.Join(conflicts, ", ") + "\n"
+		}
+		h, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, []plumbing.Hash{tip}, c.Author, committer, msg))
+		if err != nil {
+			return res, err
+		}
+		r.objs.rememberCommit(h, tree)
+		tip, tipTree = h, tree
+		res.Replayed++
+		res.Conflicts = append(res.Conflicts, conflicts...)
+	}
+	res.Head = tip
+	return res, r.objs.flush()
+}
+
+// mergeChanges turns one local commit's file changes into changes on top of
+// the tree tip. One side changed → that side; both → a line merge; a true
+// conflict → theirs at the path and ours beside it as a conflict copy;
+// delete against modify → the modified file.
+func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbing.Hash) ([]change, []string, error) {
+	var out []change
+	var conflicts []string
+	for _, d := range diffs {
+		from, fromOK := d.From, !d.From.Hash.IsZero()
+		to, toOK := d.To, !d.To.Hash.IsZero()
+		cur, curOK, err := r.objs.entryAt(tip, d.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case sameEntry(cur, curOK, to, toOK):
+			continue // already there
+		case sameEntry(cur, curOK, from, fromOK):
+			out = append(out, change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // only we changed it
+			continue
+		case !toOK:
+			continue // we deleted, they changed: keep theirs
+		case !curOK:
+			out = append(out, change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // they deleted, we changed: keep ours
+			continue
+		}
+		var base []byte
+		if fromOK {
+			if base, err = r.objs.blob(from.Hash); err != nil {
+				return nil, nil, err
+			}
+		}
+		ours, err := r.objs.blob(to.Hash)
+		if err != nil {
+			return nil, nil, err
+		}
+		theirs, err := r.objs.blob(cur.Hash)
+		if err != nil {
+			return nil, nil, err
+		}
+		if to.Mode == filemode.Regular || to.Mode == filemode.Executable {
+			if merged, ok := Merge3(base, ours, theirs); ok {
+				h, err := r.objs.write(plumbing.BlobObject, merged)
+				if err != nil {
+					return nil, nil, err
+				}
+				out = append(out, change{Path: d.Path, Hash: h, Mode: to.Mode})
+				continue
+			}
+		}
+		copyPath := ConflictName(d.Path, local)
+		out = append(out, change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
+		conflicts = append(conflicts, copyPath)
+	}
+	return out, conflicts, nil
+}
+
+// restore builds, on top of remote, one commit that re-applies every file of
+// local's tree that the remote lacks or has differently (the latter as
+// conflict copies): used when the histories are unrelated.
+func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
+	res := replayResult{Head: remote}
+	mine := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(local, mine); err != nil {
+		return res, err
+	}
+	theirs := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(remote, theirs); err != nil {
+		return res, err
+	}
+	var changes []change
+	paths := make([]string, 0, len(mine))
+	for p := range mine {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		e := mine[p]
+		t, ok := theirs[p]
+		switch {
+		case !ok:
+			changes = append(changes, change{Path: p, Hash: e.Hash, Mode: e.Mode})
+		case t.Hash != e.Hash || t.Mode != e.Mode:
+			cp := ConflictName(p, local)
+			changes = append(changes, change{Path: cp, Hash: e.Hash, Mode: e.Mode})
+			res.Conflicts = append(res.Conflicts, cp)
+		}
+	}
+	if len(changes) == 0 {
+		return res, nil
+	}
+	remoteTree, err := r.objs.commitTree(remote)
+	if err != nil {
+		return res, err
+	}
+	tree, err := r.objs.applyChanges(remoteTree, changes)
+	if err != nil {
+		return res, err
+	}
+	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
+	msg := fmt.Sprintf("memfsd: restore %d local files after the remote history was replaced\n\nOld local tip: %s\n", len(changes), local)
+	h, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, []plumbing.Hash{remote}, sig, sig, msg))
+	if err != nil {
+		return res, err
+	}
+	r.objs.rememberCommit(h, tree)
+	res.Head, res.Replayed = h, 1
+	return res, r.objs.flush()
+}

@@ -1,0 +1,81 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Backoff defaults: the first retry after about 250 ms, doubling with ±50%
+// jitter, at most 30 s apart, giving up after 2 minutes per sync.
+const (
+	DefaultInitial    = 250 * time.Millisecond
+	DefaultMultiplier = 2.0
+	DefaultMax        = 30 * time.Second
+	DefaultBudget     = 2 * time.Minute
+)
+
+// Policy is how retryable failures are retried.
+type Policy struct {
+	Initial    time.Duration
+	Multiplier float64
+	Max        time.Duration
+	Budget     time.Duration // total time for one sync; 0 = DefaultBudget
+}
+
+// DefaultPolicy is the policy with the Default* values.
+func DefaultPolicy() Policy {
+	return Policy{Initial: DefaultInitial, Multiplier: DefaultMultiplier, Max: DefaultMax, Budget: DefaultBudget}
+}
+
+// Outcome is what Do saw: how many attempts and the last class.
+type Outcome struct {
+	Attempts  int
+	LastClass Class
+}
+
+// Do runs op until it succeeds, fails with a class other than retryable
+// (auth, not_found, permanent, ...: one attempt, no storm), the budget runs
+// out, or ctx ends. Waits grow exponentially with jitter; a server's
+// Retry-After is honoured when longer. Errors come back classified (*Error).
+func Do(ctx context.Context, p Policy, op string, fn func() error) (Outcome, error) {
+	if p.Initial <= 0 {
+		p = DefaultPolicy()
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.Initial
+	b.Multiplier = p.Multiplier
+	b.MaxInterval = p.Max
+	b.MaxElapsedTime = p.Budget
+	b.RandomizationFactor = 0.5
+	b.Reset()
+	var out Outcome
+	for {
+		out.Attempts++
+		err := Wrap(op, fn())
+		out.LastClass = ClassOf(err)
+		if err == nil {
+			return out, nil
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Class != ClassRetryable {
+			return out, err
+		}
+		wait := b.NextBackOff()
+		if wait == backoff.Stop {
+			return out, err
+		}
+		if e.RetryAfter > wait {
+			wait = e.RetryAfter
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out, err
+		case <-t.C:
+		}
+	}
+}
