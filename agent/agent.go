@@ -30,7 +30,11 @@ type SyncResult struct {
 	Committed int  // commits made from uncommitted files
 	Pushed    int  // commits sent to the remote
 	Head      plumbing.Hash
+	Replayed  int      // local commits rebuilt on the remote tip
 	Conflicts []string // conflict copies made (recovery)
+	Backup    string   // backup ref made before a restore
+	Attempts  int      // sync attempts (retries + 1)
+	LastClass retry.Class
 }
 
 // Open clones the agent's remote into its memory folder on first use (an
@@ -99,27 +103,32 @@ func DirectWriteMessage(d gitmem.DirtyPath) string {
 	return "memory: " + d.Kind + " " + d.Path
 }
 
-// Sync pulls (fast-forward), commits every uncommitted file (one commit
-// each) and pushes. Errors are *retry.Error with the failing operation.
+// Sync commits every uncommitted file (one commit each), then reconciles
+// with the remote and pushes: fast-forward, replay with three-way merge, or
+// restore after a history replacement (gitmem.Reconcile), with retryable
+// failures retried under the backoff policy. Errors are *retry.Error with
+// the failing operation.
 func (a *Agent) Sync(ctx context.Context) (SyncResult, error) {
 	var res SyncResult
-	pr, err := a.Repo.Pull(ctx)
-	if err != nil {
-		return res, retry.Wrap("pull "+a.ID, err)
-	}
-	res.Pulled = pr.Updated
-	if err := a.initialiseIfEmpty(ctx); err != nil {
-		return res, err
-	}
 	made, err := a.Repo.CommitPending(DirectWriteMessage)
 	res.Committed = len(made)
 	if err != nil {
 		return res, retry.Wrap("commit "+a.ID, err)
 	}
-	pushed, err := a.Repo.Push(ctx)
-	res.Pushed, res.Head = pushed.Commits, pushed.Head
+	var rr gitmem.ReconcileResult
+	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func() error {
+		var err error
+		rr, err = a.Repo.Reconcile(ctx)
+		return err
+	})
+	res.Attempts, res.LastClass = out.Attempts, out.LastClass
+	res.Pulled, res.Pushed, res.Head = rr.Pulled, rr.Pushed, rr.Head
+	res.Replayed, res.Conflicts, res.Backup = rr.Replayed, rr.Conflicts, rr.Backup
 	if err != nil {
-		return res, retry.Wrap("push "+a.ID, err)
+		return res, err
+	}
+	if err := a.initialiseIfEmpty(ctx); err != nil {
+		return res, err
 	}
 	return res, nil
 }

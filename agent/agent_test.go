@@ -236,3 +236,10 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 	}
 	git(t, bare, "fsck", "--strict")
 }
+
+func gitErrIn(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

@@ -16,6 +16,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/retry"
 )
 
 // DefaultUsername is the HTTP Basic user sent with the token.
@@ -32,6 +33,7 @@ type Config struct {
 	AuthorEmail string
 	NoFsync     bool
 	LockWait    time.Duration
+	Retry       retry.Policy
 	Logger      *slog.Logger
 }
 
@@ -63,6 +65,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Retry.Initial <= 0 {
+		c.Retry = retry.DefaultPolicy()
 	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)

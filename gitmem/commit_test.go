@@ -3,6 +3,7 @@ package gitmem_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,24 @@ func TestRepo_CommitWrite_TreeShapes(t *testing.T) {
 	}
 	for _, st := range steps {
 		var paths []string
-		for p, content := range st.write {
+		// Deletions first, as a person would: a file must go before a
+		// folder of the same name can be made.
+		order := make([]string, 0, len(st.write))
+		for p := range st.write {
+			order = append(order, p)
+		}
+		slices.SortFunc(order, func(a, b string) int {
+			da, db := st.write[a] == "", st.write[b] == ""
+			if da != db {
+				if da {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		for _, p := range order {
+			content := st.write[p]
 			abs := filepath.Join(r.Dir, filepath.FromSlash(p))
 			paths = append(paths, p)
 			switch {

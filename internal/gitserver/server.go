@@ -211,6 +211,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"GIT_PROJECT_ROOT=" + s.Root,
 			"GIT_HTTP_EXPORT_ALL=1",
 		},
+		Stderr: io.Discard, // refused compare-and-swaps are expected in tests
 	}
 	h.ServeHTTP(w, r)
 }
