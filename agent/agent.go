@@ -33,6 +33,7 @@ type SyncResult struct {
 	Replayed  int      // local commits rebuilt on the remote tip
 	Conflicts []string // conflict copies made (recovery)
 	Backup    string   // backup ref made before a restore
+	Held      []string // deletions held by the mass-delete guard
 	Attempts  int      // sync attempts (retries + 1)
 	LastClass retry.Class
 }
@@ -103,17 +104,54 @@ func DirectWriteMessage(d gitmem.DirtyPath) string {
 	return "memory: " + d.Kind + " " + d.Path
 }
 
+// SyncOptions adjust a sync.
+type SyncOptions struct {
+	// AcceptDeletes commits a mass deletion instead of holding it.
+	AcceptDeletes bool
+	// SkipScan skips looking for uncommitted files (the daemon's watcher
+	// already committed them): only reconcile and push.
+	SkipScan bool
+}
+
+// ErrMassDeleteHeld is returned when a sync found more than half of the
+// tracked files (at least MassDeleteMin) or the whole folder gone and did
+// not commit those deletions.
+var ErrMassDeleteHeld = errors.New("mass delete held")
+
+// MassDeleteMin is the fewest tracked files for the half rule to apply.
+const MassDeleteMin = 20
+
+// IsMassDelete reports whether deleting deleted of tracked files (with
+// remaining files left in the folder) must be held for a person to confirm.
+func IsMassDelete(deleted, tracked, remaining int) bool {
+	if deleted == 0 {
+		return false
+	}
+	if remaining == 0 && deleted == tracked {
+		return true // the whole folder vanished
+	}
+	return tracked >= MassDeleteMin && deleted*2 > tracked
+}
+
 // Sync commits every uncommitted file (one commit each), then reconciles
 // with the remote and pushes: fast-forward, replay with three-way merge, or
 // restore after a history replacement (gitmem.Reconcile), with retryable
-// failures retried under the backoff policy. Errors are *retry.Error with
-// the failing operation.
-func (a *Agent) Sync(ctx context.Context) (SyncResult, error) {
+// failures retried under the backoff policy. A mass deletion is held (not
+// committed) unless opts.AcceptDeletes; the rest still syncs and the error
+// is ErrMassDeleteHeld. Other errors are *retry.Error naming the operation.
+func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
-	made, err := a.Repo.CommitPending(DirectWriteMessage)
-	res.Committed = len(made)
-	if err != nil {
-		return res, retry.Wrap("commit "+a.ID, err)
+	var held error
+	if !opts.SkipScan {
+		n, heldPaths, err := a.commitUncommitted(opts.AcceptDeletes)
+		res.Committed, res.Held = n, heldPaths
+		if err != nil {
+			return res, retry.Wrap("commit "+a.ID, err)
+		}
+		if len(heldPaths) > 0 {
+			held = fmt.Errorf("sync %s: %w: %d files deleted at once (run memfsd sync --agent %s --accept-deletes to commit the deletions, or restore the files)",
+				a.ID, ErrMassDeleteHeld, len(heldPaths), a.ID)
+		}
 	}
 	var rr gitmem.ReconcileResult
 	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func() error {
@@ -130,7 +168,57 @@ func (a *Agent) Sync(ctx context.Context) (SyncResult, error) {
 	if err := a.initialiseIfEmpty(ctx); err != nil {
 		return res, err
 	}
-	return res, nil
+	return res, held
+}
+
+// commitUncommitted commits each dirty path, holding a mass deletion.
+func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
+	dirty, err := a.Repo.DirtyPaths()
+	if err != nil {
+		return 0, nil, err
+	}
+	var deletes []string
+	for _, d := range dirty {
+		if d.Kind == gitmem.ChangeDelete {
+			deletes = append(deletes, d.Path)
+		}
+	}
+	hold := false
+	if len(deletes) > 0 && !acceptDeletes {
+		tracked, err := a.Repo.TrackedFiles()
+		if err != nil {
+			return 0, nil, err
+		}
+		hold = IsMassDelete(len(deletes), len(tracked), len(tracked)-len(deletes)+countCreates(dirty))
+	}
+	n := 0
+	for _, d := range dirty {
+		if hold && d.Kind == gitmem.ChangeDelete {
+			continue
+		}
+		_, err := a.Repo.CommitWrite([]string{d.Path}, DirectWriteMessage(d))
+		if errors.Is(err, gitmem.ErrNothingToCommit) {
+			continue
+		}
+		if err != nil {
+			return n, nil, err
+		}
+		n++
+	}
+	if hold {
+		return n, deletes, nil
+	}
+	return n, nil, nil
+}
+
+func countCreates(dirty []gitmem.DirtyPath) int {
+	n := 0
+	for _, d := range dirty {
+		if d.Kind == gitmem.ChangeCreate {
+			n++
+		}
+	}
+	return n
 }
 
 // IsBadInput reports whether err is the caller's mistake (bad id or path).

@@ -95,7 +95,7 @@ func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Sync(ctx)
+	res, err := a.Sync(ctx, agent.SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
 	dir := a.Repo.Dir
 	before := git(t, dir, "rev-list", "--count", "HEAD")
 	os.WriteFile(filepath.Join(dir, "facts.md"), []byte("the sky is blue\n"), 0o600)
-	res, err := a.Sync(ctx)
+	res, err := a.Sync(ctx, agent.SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "facts.md")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("revert left facts.md: %v", err)
 	}
-	res, err = a.Sync(ctx)
+	res, err = a.Sync(ctx, agent.SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(a.Repo.Dir, "n.md"), []byte("x\n"), 0o600)
-	if _, err := a.Sync(ctx); err != nil {
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	bare := filepath.Join(cfg.Home, "remote", "v1", "git", "local", "state.git")

@@ -56,8 +56,8 @@ func syncBoth(t *testing.T, a, b *agent.Agent) (agent.SyncResult, agent.SyncResu
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ra, ea = a.Sync(context.Background()) }()
-	go func() { defer wg.Done(); rb, eb = b.Sync(context.Background()) }()
+	go func() { defer wg.Done(); ra, ea = a.Sync(context.Background(), agent.SyncOptions{}) }()
+	go func() { defer wg.Done(); rb, eb = b.Sync(context.Background(), agent.SyncOptions{}) }()
 	wg.Wait()
 	if ea != nil || eb != nil {
 		t.Fatalf("sync: %v / %v", ea, eb)
@@ -72,7 +72,7 @@ func TestRecover_NonFastForward(t *testing.T) {
 		write(t, a, "a.md", "from a\n")
 		write(t, b, "b.md", "from b\n")
 		syncBoth(t, a, b)
-		if _, err := a.Sync(context.Background()); err != nil { // a picks up b's write if b won last
+		if _, err := a.Sync(context.Background(), agent.SyncOptions{}); err != nil { // a picks up b's write if b won last
 			t.Fatal(err)
 		}
 		if remoteFile(t, srv, "nff1", "a.md") != "from a" || remoteFile(t, srv, "nff1", "b.md") != "from b" {
@@ -85,17 +85,17 @@ func TestRecover_NonFastForward(t *testing.T) {
 	t.Run("SameFileDifferentLines", func(t *testing.T) {
 		a, b := twoClones(t, srv, "nff2")
 		write(t, a, "n.md", "1\n2\n3\n4\n5\n")
-		if _, err := a.Sync(context.Background()); err != nil {
+		if _, err := a.Sync(context.Background(), agent.SyncOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Sync(context.Background()); err != nil {
+		if _, err := b.Sync(context.Background(), agent.SyncOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		write(t, a, "n.md", "ONE\n2\n3\n4\n5\n")
 		write(t, b, "n.md", "1\n2\n3\n4\nFIVE\n")
 		syncBoth(t, a, b)
 		for _, x := range []*agent.Agent{a, b} {
-			if _, err := x.Sync(context.Background()); err != nil {
+			if _, err := x.Sync(context.Background(), agent.SyncOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -117,8 +117,8 @@ func TestRecover_NonFastForward(t *testing.T) {
 	t.Run("SameLineKeepsBoth", func(t *testing.T) {
 		a, b := twoClones(t, srv, "nff3")
 		write(t, a, "n.md", "base\n")
-		a.Sync(context.Background())
-		b.Sync(context.Background())
+		a.Sync(context.Background(), agent.SyncOptions{})
+		b.Sync(context.Background(), agent.SyncOptions{})
 		write(t, a, "n.md", "text from a\n")
 		write(t, b, "n.md", "text from b\n")
 		ra, rb := syncBoth(t, a, b)
@@ -126,8 +126,8 @@ func TestRecover_NonFastForward(t *testing.T) {
 		if len(conflicts) != 1 || !gitmem.IsConflictCopy(conflicts[0]) || !strings.HasPrefix(conflicts[0], "n.conflict-") {
 			t.Fatalf("conflicts = %v, want one n.conflict-<sha>.md", conflicts)
 		}
-		a.Sync(context.Background())
-		b.Sync(context.Background())
+		a.Sync(context.Background(), agent.SyncOptions{})
+		b.Sync(context.Background(), agent.SyncOptions{})
 		tree := git(t, srv.RepoDir("nff3"), "ls-tree", "-r", "--name-only", "main")
 		both := remoteFile(t, srv, "nff3", "n.md") + "|" + remoteFile(t, srv, "nff3", conflicts[0])
 		if !strings.Contains(both, "text from a") || !strings.Contains(both, "text from b") {
@@ -147,7 +147,7 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	}
 	write(t, a, "mine.md", "only local\n")
 	write(t, a, "shared.md", "local version\n")
-	if _, err := a.Sync(context.Background()); err != nil {
+	if _, err := a.Sync(context.Background(), agent.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, a, "unpushed.md", "written after the last push\n")
@@ -165,7 +165,7 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	serverTip := git(t, peer, "rev-parse", "HEAD")
 	oldLocal := git(t, a.Repo.Dir, "rev-parse", "HEAD")
 
-	res, err := a.Sync(context.Background())
+	res, err := a.Sync(context.Background(), agent.SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 		}
 		srv.AddFault(f)
 		start := time.Now()
-		res, err := a.Sync(context.Background())
+		res, err := a.Sync(context.Background(), agent.SyncOptions{})
 		if err != nil {
 			t.Fatalf("%d: %v", status, err)
 		}
@@ -224,7 +224,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 	t.Run("BeyondBudgetStaysLocalThenPushes", func(t *testing.T) {
 		write(t, a, "late.md", "kept\n")
 		f := srv.AddFault(&gitserver.Fault{Match: "/v1/git/flaky/", Count: -1, Status: 503})
-		_, err := a.Sync(context.Background())
+		_, err := a.Sync(context.Background(), agent.SyncOptions{})
 		if retry.ClassOf(err) != retry.ClassRetryable {
 			t.Fatalf("err = %v, want class retryable", err)
 		}
@@ -233,7 +233,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 			t.Fatalf("ahead = %d, want the commit kept locally", st.Ahead)
 		}
 		f.Count = 0
-		res, err := a.Sync(context.Background())
+		res, err := a.Sync(context.Background(), agent.SyncOptions{})
 		if err != nil || res.Pushed != 1 || remoteFile(t, srv, "flaky", "late.md") != "kept" {
 			t.Fatalf("next sync: %+v %v", res, err)
 		}
@@ -241,7 +241,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 	t.Run("ConnectionReset", func(t *testing.T) {
 		write(t, a, "reset.md", "x\n")
 		srv.AddFault(&gitserver.Fault{Match: "POST /v1/git/flaky/state.git/git-receive-pack", Count: 1, Reset: true})
-		res, err := a.Sync(context.Background())
+		res, err := a.Sync(context.Background(), agent.SyncOptions{})
 		if err != nil || res.Attempts != 2 {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -259,7 +259,7 @@ func TestRecover_AuthIsOneAttempt(t *testing.T) {
 	write(t, a, "x.md", "x\n")
 	before := srv.Requests()
 	f := srv.AddFault(&gitserver.Fault{Match: "/v1/git/auth/", Count: -1, Status: 401})
-	res, err := a.Sync(context.Background())
+	res, err := a.Sync(context.Background(), agent.SyncOptions{})
 	if retry.ClassOf(err) != retry.ClassAuth || res.Attempts != 1 {
 		t.Fatalf("class %q attempts %d, want auth and 1 (%v)", retry.ClassOf(err), res.Attempts, err)
 	}
@@ -305,12 +305,12 @@ func TestRecover_Property(t *testing.T) {
 			if rng.Intn(2) == 0 {
 				srv.AddFault(&gitserver.Fault{Count: 1 + rng.Intn(3), Status: statuses[rng.Intn(len(statuses))]})
 			}
-			c.Sync(context.Background()) // may fail: commits stay local
+			c.Sync(context.Background(), agent.SyncOptions{}) // may fail: commits stay local
 		case 3:
 			var wg sync.WaitGroup
 			for _, x := range clones {
 				wg.Add(1)
-				go func(x *agent.Agent) { defer wg.Done(); x.Sync(context.Background()) }(x)
+				go func(x *agent.Agent) { defer wg.Done(); x.Sync(context.Background(), agent.SyncOptions{}) }(x)
 			}
 			wg.Wait()
 		}
@@ -318,7 +318,7 @@ func TestRecover_Property(t *testing.T) {
 	srv.ClearFaults()
 	for round := 0; round < 2; round++ {
 		for _, c := range clones {
-			if _, err := c.Sync(context.Background()); err != nil {
+			if _, err := c.Sync(context.Background(), agent.SyncOptions{}); err != nil {
 				t.Fatalf("final sync: %v", err)
 			}
 		}

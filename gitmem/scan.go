@@ -165,3 +165,58 @@ func (r *Repo) flattenTree(h plumbing.Hash, prefix string, files map[string]obje
 	}
 	return nil
 }
+
+// ChangeKind says what committing path would record: ChangeCreate,
+// ChangeUpdate or ChangeDelete, or "" when the path is neither in HEAD nor
+// in the work tree.
+func (r *Repo) ChangeKind(path string) (string, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tracked := false
+	if head, err := r.Head(); err != nil {
+		return "", err
+	} else if !head.IsZero() {
+		tree, err := r.objs.commitTree(head)
+		if err != nil {
+			return "", err
+		}
+		if _, tracked, err = r.objs.entryAt(tree, p); err != nil {
+			return "", err
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(p)))
+	exists := err == nil && !fi.IsDir()
+	switch {
+	case exists && tracked:
+		return ChangeUpdate, nil
+	case exists:
+		return ChangeCreate, nil
+	case tracked:
+		return ChangeDelete, nil
+	}
+	return "", nil
+}
+
+// TrackedFiles lists the files in HEAD.
+func (r *Repo) TrackedFiles() ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	files := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(head, files); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(files))
+	for p := range files {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}

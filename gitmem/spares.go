@@ -32,7 +32,7 @@ type spares struct {
 }
 
 // spareTarget is how many spare files are kept ready (a few bursts' worth).
-const spareTarget = 256
+const spareTarget = 64
 
 func newSpares(gitDir string) *spares {
 	return &spares{
@@ -59,7 +59,8 @@ func (s *spares) start() {
 		}
 		s.wg.Add(1)
 		go s.loop()
-		s.refillSoon()
+		// No refill yet: an agent that never writes costs no files (a
+		// daemon may hold a thousand agents); the first take fills it.
 	})
 }
 

@@ -22,6 +22,29 @@ type globals struct {
 	authorEmail string
 	logLevel    string
 	noFsync     bool
+	listen      string
+}
+
+// homeDir is --home with ~ expanded.
+func (g *globals) homeDir() string {
+	home := g.home
+	if strings.HasPrefix(home, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, home[2:])
+		}
+	}
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	return home
+}
+
+// listenAddr is --listen, by default unix://<home>/memfsd.sock.
+func (g *globals) listenAddr(home string) string {
+	if g.listen != "" {
+		return g.listen
+	}
+	return "unix://" + filepath.Join(home, "memfsd.sock")
 }
 
 func newRootCmd() *cobra.Command {
@@ -47,7 +70,8 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
-	root.AddCommand(newSyncCmd(g))
+	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
+	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g))
 	return root
 }
 
@@ -87,12 +111,7 @@ func (g *globals) config() (*agent.Config, error) {
 		}
 		token = strings.TrimSpace(string(data))
 	}
-	home := g.home
-	if strings.HasPrefix(home, "~/") {
-		if h, err := os.UserHomeDir(); err == nil {
-			home = filepath.Join(h, home[2:])
-		}
-	}
+	home := g.homeDir()
 	cfg := &agent.Config{
 		Home:        home,
 		BaseURL:     g.baseURL,

@@ -11,6 +11,7 @@ import (
 
 func newSyncCmd(g *globals) *cobra.Command {
 	var id string
+	var acceptDeletes bool
 	cmd := &cobra.Command{
 		Use:   "sync --agent ID",
 		Short: "One-shot sync, no daemon: clone or pull, commit what is uncommitted, push",
@@ -30,7 +31,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 				return syncFailed(cmd, err)
 			}
 			defer a.Close()
-			res, err := a.Sync(cmd.Context())
+			res, err := a.Sync(cmd.Context(), agent.SyncOptions{AcceptDeletes: acceptDeletes})
 			if err != nil {
 				return syncFailed(cmd, err)
 			}
@@ -44,6 +45,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	cmd.Flags().BoolVar(&acceptDeletes, "accept-deletes", false, "commit a mass deletion the guard would hold (env MEMFSD_ACCEPT_DELETES)")
 	return cmd
 }
 

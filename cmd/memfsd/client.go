@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// apiClient talks to a running daemon on its listen address.
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+func newAPIClient(addr string, timeout time.Duration) *apiClient {
+	tr := &http.Transport{}
+	base := "http://" + addr
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
+		base = "http://memfsd"
+	}
+	return &apiClient{base: base, http: &http.Client{Transport: tr, Timeout: timeout}}
+}
+
+// errUnreachable marks a daemon that did not answer.
+type errUnreachable struct{ err error }
+
+func (e errUnreachable) Error() string {
+	return fmt.Sprintf("daemon unreachable: %v (is `memfsd run` running with the same --home/--listen?)", e.err)
+}
+
+// do sends a request; out receives the JSON answer. It returns the status.
+func (c *apiClient) do(method, path string, body io.Reader, out any) (int, error) {
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, errUnreachable{err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, errUnreachable{err}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memfsd/memfsd/daemon"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		agents          []string
+		debounce        time.Duration
+		pullInterval    time.Duration
+		shutdownTimeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--agent ID]...",
+		Short: "The sidecar: serve the API and keep the agents' memory committed and pushed",
+		Long: "The sidecar: serves the API on --listen, manages the agents named and any added with\n" +
+			"PUT /v1/agents/{id}: clone or pull at start, a commit per settled write, a push per turn.\n" +
+			"SIGTERM commits pending writes and pushes (bounded by --shutdown-timeout); a second\n" +
+			"signal aborts that push. Exit 0 after a clean shutdown.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			if debounce <= 0 {
+				return fmt.Errorf("flag --debounce: must be positive, got %s", debounce)
+			}
+			d, err := daemon.New(cfg)
+			if err != nil {
+				return err
+			}
+			d.Debounce, d.PullInterval = debounce, pullInterval
+			ln, err := daemon.Listen(g.listenAddr(cfg.Home))
+			if err != nil {
+				return err
+			}
+			for _, id := range agents {
+				if err := d.Manage(id); err != nil {
+					ln.Close()
+					return fmt.Errorf("flag --agent: %w", err)
+				}
+			}
+			srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					cfg.Logger.Error("api server stopped", "err", err)
+				}
+			}()
+			cfg.Logger.Info("memfsd running", "listen", g.listenAddr(cfg.Home), "agents", len(agents))
+
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+			sig := <-sigs
+			cfg.Logger.Info("shutting down: committing and pushing", "signal", sig.String(), "timeout", shutdownTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			go func() {
+				select {
+				case s := <-sigs:
+					cfg.Logger.Warn("second signal: aborting the final push", "signal", s.String())
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			d.Close(ctx)
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			defer scancel()
+			_ = srv.Shutdown(sctx)
+			cfg.Logger.Info("stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&agents, "agent", nil, "agent id to manage (repeatable; env MEMFSD_AGENT, comma-separated)")
+	f.DurationVar(&debounce, "debounce", daemon.DefaultDebounce, "quiet time after a write before it is committed (env MEMFSD_DEBOUNCE)")
+	f.DurationVar(&pullInterval, "pull-interval", 0, "fetch operators' changes between turns every this long; 0 = off (env MEMFSD_PULL_INTERVAL)")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "bound on the final commit and push at SIGTERM (env MEMFSD_SHUTDOWN_TIMEOUT)")
+	return cmd
+}

@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memfsd/memfsd/agent"
+)
+
+// Handler is the daemon's HTTP API (SPEC §6).
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !d.Ready() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true, "agents": len(d.IDs())})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
+		out := []Status{}
+		for _, id := range d.IDs() {
+			if m := d.get(id); m != nil {
+				out = append(out, m.status())
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	})
+	mux.HandleFunc("PUT /v1/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := d.Manage(id); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		m := d.get(id)
+		wait, err := waitParam(r, 30*time.Second)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		m.waitReady(wait)
+		writeJSON(w, http.StatusOK, m.status())
+	})
+	mux.HandleFunc("GET /v1/agents/{id}/status", d.withAgent(func(w http.ResponseWriter, r *http.Request, m *managed) {
+		writeJSON(w, http.StatusOK, m.status())
+	}))
+	mux.HandleFunc("POST /v1/agents/{id}/turn", d.withAgent(func(w http.ResponseWriter, r *http.Request, m *managed) {
+		wait, err := waitParam(r, DefaultTurnWait)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, m.turn(wait))
+	}))
+	d.memoryRoutes(mux)
+	return mux
+}
+
+// withAgent resolves {id}: 400 for a bad id, 404 for one not managed.
+func (d *Daemon) withAgent(h func(http.ResponseWriter, *http.Request, *managed)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := agent.ValidateID(id); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		m := d.get(id)
+		if m == nil {
+			writeError(w, http.StatusNotFound, fmt.Errorf("agent %q is not managed: PUT /v1/agents/%s first", id, id))
+			return
+		}
+		h(w, r, m)
+	}
+}
+
+func waitParam(r *http.Request, def time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 10*time.Minute {
+		return 0, fmt.Errorf("query wait=%q: want a duration like 8s (at most 10m)", v)
+	}
+	return d, nil
+}
+
+func (m *managed) waitReady(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		m.mu.Lock()
+		r := m.ready
+		m.mu.Unlock()
+		if r {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+// Listen opens the API address: "unix://<path>" (socket mode 0600; a stale
+// socket file left by a crash is replaced) or "host:port".
+func Listen(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		if _, err := os.Stat(path); err == nil {
+			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("listen %s: another memfsd is serving it", addr)
+			}
+			_ = os.Remove(path)
+		}
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		return l, nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("listen %q: want unix:///path or host:port", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+var errNotImplemented = errors.New("not implemented yet")

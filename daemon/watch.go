@@ -1,0 +1,200 @@
+package daemon
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watcher is one inotify instance for every agent (an instance per agent
+// stops at fs.inotify.max_user_instances, 128 here): one watch per folder.
+type watcher struct {
+	w   *fsnotify.Watcher
+	log *slog.Logger
+
+	mu    sync.Mutex
+	dirs  map[string]*managed // watched folder → its agent
+	roots map[*managed]string
+}
+
+func newWatcher(log *slog.Logger) (*watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	wt := &watcher{w: w, log: log, dirs: map[string]*managed{}, roots: map[*managed]string{}}
+	go wt.run()
+	return wt, nil
+}
+
+func (wt *watcher) close() { wt.w.Close() }
+
+// add watches root and every folder below it (not .git). When the kernel
+// refuses more watches the agent falls back to polling.
+func (wt *watcher) add(m *managed, root string) {
+	wt.mu.Lock()
+	wt.roots[m] = root
+	wt.mu.Unlock()
+	if err := wt.addTree(m, root, false); err != nil {
+		wt.fallback(m, err)
+	}
+}
+
+func (wt *watcher) fallback(m *managed, err error) {
+	limit := "fs.inotify.max_user_watches"
+	if errors.Is(err, syscall.EMFILE) {
+		limit = "fs.inotify.max_user_instances"
+	}
+	m.log.Warn("inotify limit hit: polling this agent's folder every second instead", "limit", limit, "err", err)
+	m.mu.Lock()
+	m.polling = true
+	m.mu.Unlock()
+}
+
+// addTree adds watches below dir; with queueFiles, the files found are
+// queued too (they may have been written before the watch existed).
+func (wt *watcher) addTree(m *managed, dir string, queueFiles bool) error {
+	root := wt.rootOf(m)
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone already
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			if err := wt.w.Add(p); err != nil {
+				if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
+					return err
+				}
+				return nil
+			}
+			wt.mu.Lock()
+			wt.dirs[p] = m
+			wt.mu.Unlock()
+			return nil
+		}
+		if queueFiles {
+			if rel, ok := relPath(root, p); ok {
+				m.changed(rel)
+			}
+		}
+		return nil
+	})
+}
+
+func (wt *watcher) rootOf(m *managed) string {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.roots[m]
+}
+
+func (wt *watcher) remove(m *managed) {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	for d, owner := range wt.dirs {
+		if owner == m {
+			_ = wt.w.Remove(d)
+			delete(wt.dirs, d)
+		}
+	}
+	delete(wt.roots, m)
+}
+
+func (wt *watcher) run() {
+	for {
+		select {
+		case ev, ok := <-wt.w.Events:
+			if !ok {
+				return
+			}
+			wt.handle(ev)
+		case err, ok := <-wt.w.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				wt.log.Warn("inotify queue overflowed (fs.inotify.max_queued_events): scanning every agent")
+				wt.mu.Lock()
+				var all []*managed
+				for m := range wt.roots {
+					all = append(all, m)
+				}
+				wt.mu.Unlock()
+				for _, m := range all {
+					go m.scanAll()
+				}
+				continue
+			}
+			wt.log.Warn("watch error", "err", err)
+		}
+	}
+}
+
+func (wt *watcher) handle(ev fsnotify.Event) {
+	wt.mu.Lock()
+	m := wt.dirs[filepath.Dir(ev.Name)]
+	_, isWatchedDir := wt.dirs[ev.Name]
+	if m == nil {
+		m = wt.dirs[ev.Name]
+	}
+	root := wt.roots[m]
+	wt.mu.Unlock()
+	if m == nil {
+		return
+	}
+	rel, ok := relPath(root, ev.Name)
+	if !ok {
+		return
+	}
+	switch {
+	case ev.Has(fsnotify.Create):
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			if err := wt.addTree(m, ev.Name, true); err != nil {
+				wt.fallback(m, err)
+			}
+			return
+		}
+	case ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename):
+		if isWatchedDir {
+			wt.mu.Lock()
+			for d := range wt.dirs {
+				if d == ev.Name || strings.HasPrefix(d, ev.Name+string(filepath.Separator)) {
+					delete(wt.dirs, d)
+				}
+			}
+			wt.mu.Unlock()
+			go m.scanAll() // the files below it went with it
+			return
+		}
+	}
+	if rel == "" {
+		return
+	}
+	m.changed(rel)
+}
+
+// relPath is p relative to root as a slash path; false for .git, memfsd's
+// temporary files and anything outside root.
+func relPath(root, p string) (string, bool) {
+	if root == "" || !strings.HasPrefix(p, root) {
+		return "", false
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, root), string(filepath.Separator))
+	rel = filepath.ToSlash(rel)
+	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+		return "", false
+	}
+	base := filepath.Base(p)
+	if strings.HasPrefix(base, ".memfsd-tmp-") {
+		return "", false
+	}
+	return rel, true
+}
