@@ -28,6 +28,8 @@ type lockFile struct {
 	target string
 	path   string
 	f      *os.File
+	spare  string // the spare's own name, dropped when the lock ends
+	done   bool
 }
 
 // acquireLock takes <target>.lock, retrying until wait has passed. With
@@ -56,7 +58,7 @@ func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, erro
 			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		}
 		if err == nil {
-			return &lockFile{target: target, path: path, f: f}, nil
+			return &lockFile{target: target, path: path, f: f, spare: spareName}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			if spare != nil {
@@ -94,6 +96,8 @@ func (l *lockFile) write(data []byte, sync bool) error {
 
 // commit renames the lock over its target.
 func (l *lockFile) commit() error {
+	l.done = true
+	defer l.dropSpare()
 	if err := l.f.Close(); err != nil {
 		_ = os.Remove(l.path)
 		return fmt.Errorf("close %s: %w", l.path, err)
@@ -105,14 +109,21 @@ func (l *lockFile) commit() error {
 	return nil
 }
 
+func (l *lockFile) dropSpare() {
+	if l.spare != "" {
+		_ = os.Remove(l.spare)
+	}
+}
+
 // rollback removes the lock, leaving the target as it was. Safe after commit.
 func (l *lockFile) rollback() {
-	if l.f != nil {
-		_ = l.f.Close()
+	if l.done {
+		return // committed: the name may already be someone else's lock
 	}
-	if _, err := os.Stat(l.path); err == nil {
-		_ = os.Remove(l.path)
-	}
+	l.done = true
+	_ = l.f.Close()
+	_ = os.Remove(l.path)
+	l.dropSpare()
 }
 
 // ClearStaleLocks removes lock files under gitDir (index.lock, HEAD.lock,

@@ -61,12 +61,17 @@ type Repo struct {
 	st     *filesystem.Storage
 	objs   *objectStore
 	spares *spares
+	owner  *os.File // shared flock: see claim
 	log    *slog.Logger
 }
 
 // Close stops the repo's background work (refilling spare files).
 func (r *Repo) Close() error {
 	r.spares.stop()
+	if r.owner != nil {
+		r.owner.Close()
+		r.owner = nil
+	}
 	return nil
 }
 
@@ -80,6 +85,9 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
 	}
 	r := newRepo(dir, remote, opts)
+	if err := r.claim(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
 	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
@@ -167,6 +175,9 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 		if err := os.WriteFile(filepath.Join(r.GitDir, name), []byte(content), 0o644); err != nil {
 			return nil, fmt.Errorf("init %s: %w", dir, err)
 		}
+	}
+	if err := r.claim(); err != nil {
+		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
 	r.spares.start()
 	return r, nil

@@ -165,8 +165,10 @@ func (s *spares) take() (*os.File, string, error) {
 	return f, name, nil
 }
 
-// linkExclusive gives the spare the name path if nothing has it yet, and
-// drops the spare's own name. It returns fs.ErrExist when path is taken.
+// linkExclusive gives the spare the name path too, if nothing has it yet
+// (fs.ErrExist otherwise). The spare keeps its own name while the lock is
+// held: a lock whose inode also has a name in the spare folder is
+// memfsd's, which lets a restart tell its own dead locks from a live git.
 func linkExclusive(spare, path string) error {
 	if err := os.Link(spare, path); err != nil {
 		var le *os.LinkError
@@ -175,7 +177,7 @@ func linkExclusive(spare, path string) error {
 		}
 		return err
 	}
-	return os.Remove(spare)
+	return nil
 }
 
 // give returns an unused spare to the pool.

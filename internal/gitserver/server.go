@@ -45,6 +45,7 @@ type Server struct {
 
 	requests atomic.Int64
 	faulted  atomic.Int64
+	log      []string // "METHOD path?query" of every request
 }
 
 // Fault answers requests that match it instead of the git backend.
@@ -154,8 +155,24 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 	return nil
 }
 
+// RequestsMatching counts the requests whose "METHOD path?query" contains sub.
+func (s *Server) RequestsMatching(sub string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, k := range s.log {
+		if strings.Contains(k, sub) {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	s.mu.Lock()
+	s.log = append(s.log, r.Method+" "+r.URL.RequestURI())
+	s.mu.Unlock()
 	if f := s.takeFault(r); f != nil {
 		if f.Delay > 0 {
 			time.Sleep(f.Delay)

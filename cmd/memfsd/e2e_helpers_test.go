@@ -1,0 +1,198 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+const token = "e2e-token-9f8e7d"
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "memfsd-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "memfsd")
+	if out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build memfsd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running `memfsd run`.
+type proc struct {
+	t    testing.TB
+	home string
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	api  *http.Client
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startDaemon runs the binary on home against srv; args add flags.
+func startDaemon(t testing.TB, srv *gitserver.Server, home string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, home: home, logs: &syncBuffer{}}
+	full := append([]string{"run", "--home", home, "--base-url", srv.URL, "--debounce", "50ms", "--log-level", "debug"}, args...)
+	p.cmd = exec.Command(binPath, full...)
+	p.cmd.Env = append(os.Environ(), "MEMFSD_TOKEN="+token)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(home, "memfsd.sock")
+	p.api = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", p.logs.String())
+		}
+	})
+	waitFor(t, 60*time.Second, "daemon healthy", func() bool {
+		code, _ := p.get("/healthz", nil)
+		return code == 200
+	})
+	return p
+}
+
+func (p *proc) get(path string, out any) (int, error) { return p.call("GET", path, "", out) }
+
+func (p *proc) call(method, path, body string, out any) (int, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, "http://memfsd"+path, rd)
+	resp, err := p.api.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s: %v", data, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+type turnResult struct {
+	Outcome string `json:"outcome"`
+	Pushed  int    `json:"pushed"`
+	Status  status `json:"status"`
+	Error   string `json:"error"`
+}
+
+type status struct {
+	Agent       string          `json:"agent"`
+	State       string          `json:"state"`
+	Head        string          `json:"head"`
+	RemoteHead  string          `json:"remote_head"`
+	Ahead       int             `json:"ahead"`
+	Dirty       []string        `json:"dirty"`
+	LastError   json.RawMessage `json:"last_error"`
+	Conflicts   []string        `json:"conflicts"`
+	HeldDeletes []string        `json:"held_deletes"`
+}
+
+func (p *proc) turn(id string) turnResult {
+	p.t.Helper()
+	var tr turnResult
+	code, err := p.call("POST", "/v1/agents/"+id+"/turn?wait=60s", "", &tr)
+	if err != nil || code != 200 {
+		p.t.Fatalf("turn %s: %d %v", id, code, err)
+	}
+	return tr
+}
+
+func (p *proc) status(id string) status {
+	p.t.Helper()
+	var st status
+	if code, err := p.get("/v1/agents/"+id+"/status", &st); err != nil || code != 200 {
+		p.t.Fatalf("status %s: %d %v", id, code, err)
+	}
+	return st
+}
+
+// stop sends sig and waits for the exit.
+func (p *proc) stop(sig syscall.Signal) error {
+	p.cmd.Process.Signal(sig)
+	return p.cmd.Wait()
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
+		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func commitCount(t testing.TB, dir, rev string) int {
+	var n int
+	fmt.Sscan(git(t, dir, "rev-list", "--count", rev), &n)
+	return n
+}
+
+func memDir(home, id string) string { return filepath.Join(home, "agents", id, "memory") }

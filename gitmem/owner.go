@@ -1,0 +1,80 @@
+package gitmem
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// claim marks this process as a user of the repo with a shared flock on
+// .git/memfsd/owner.lock (released by the kernel when the process dies).
+// When no other memfsd process holds it, the locks a killed memfsd left
+// behind are removed at once: they are recognisable because their inode
+// still has a name in the spare folder (see linkExclusive). Locks of a live
+// git are never touched here; ClearStaleLocks handles old ones.
+func (r *Repo) claim() error {
+	dir := filepath.Join(r.GitDir, "memfsd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "owner.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		r.clearDeadLocks()
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		f.Close()
+		return fmt.Errorf("claim %s: %w", r.GitDir, err)
+	}
+	r.owner = f
+	return nil
+}
+
+// clearDeadLocks removes locks whose inode is also a spare file.
+func (r *Repo) clearDeadLocks() {
+	spareDir := filepath.Join(r.GitDir, "memfsd", "spare")
+	entries, err := os.ReadDir(spareDir)
+	if err != nil {
+		return
+	}
+	ours := map[uint64]string{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			ours[st.Ino] = filepath.Join(spareDir, e.Name())
+		}
+	}
+	if len(ours) == 0 {
+		return
+	}
+	locks := []string{filepath.Join(r.GitDir, "index.lock")}
+	filepath.WalkDir(filepath.Join(r.GitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
+			locks = append(locks, p)
+		}
+		return nil
+	})
+	for _, p := range locks {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			continue
+		}
+		if spare, mine := ours[st.Ino]; mine {
+			_ = os.Remove(p)
+			_ = os.Remove(spare)
+			r.log.Warn("removed a lock left by a killed memfsd", "path", p)
+		}
+	}
+}
