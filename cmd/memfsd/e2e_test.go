@@ -211,3 +211,25 @@ func TestRun_MassDeleteHeld(t *testing.T) {
 		t.Fatal("m00.md deleted on the remote")
 	}
 }
+
+func TestRun_PersonRevertsWhileDaemonRuns(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "rv")
+	dir := memDir(home, "rv")
+	os.WriteFile(filepath.Join(dir, "wrong.md"), []byte("a bad memory\n"), 0o600)
+	waitFor(t, 10*time.Second, "commit", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: create wrong.md" })
+	p.turn("rv")
+	git(t, dir, "revert", "--no-edit", "HEAD")
+	tr := p.turn("rv")
+	if tr.Outcome != "pushed" || tr.Status.State != "clean" {
+		t.Fatalf("turn after revert = %+v", tr)
+	}
+	bare := srv.RepoDir("rv")
+	if got := git(t, bare, "log", "-1", "--format=%s", "main"); got != `Revert "memory: create wrong.md"` {
+		t.Fatalf("remote head = %q", got)
+	}
+	if out := git(t, bare, "ls-tree", "--name-only", "main", "wrong.md"); out != "" {
+		t.Fatal("wrong.md still on the remote")
+	}
+}
