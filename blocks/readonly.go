@@ -1,0 +1,42 @@
+package blocks
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// IsReadOnlyPath reports whether rel (relative to the memory folder) is one
+// of the fixed read-only blocks.
+func IsReadOnlyPath(rel string) bool {
+	rel = path.Clean(strings.TrimPrefix(rel, "/"))
+	return rel == PersonaPath || rel == HumanPath
+}
+
+// IsReadOnly reports whether the file at rel with content is read-only for
+// the agent: by path, or by front matter read_only: true.
+func IsReadOnly(rel string, content []byte) bool {
+	return IsReadOnlyPath(rel) || (strings.HasSuffix(rel, ".md") && ReadOnlyFlag(content))
+}
+
+// CheckAgentWrite decides whether the agent may replace old (nil: the file
+// does not exist) with new (nil: delete) at rel. It refuses writes to
+// read-only blocks and any change of the read_only key.
+func CheckAgentWrite(rel string, old, new []byte) error {
+	if old != nil && IsReadOnly(rel, old) {
+		return ErrReadOnly
+	}
+	if new != nil && IsReadOnlyPath(rel) {
+		return ErrReadOnly
+	}
+	if new != nil && readOnlyValue(old) != readOnlyValue(new) {
+		return ErrReadOnlyKey
+	}
+	return nil
+}
+
+// Errors of CheckAgentWrite.
+var (
+	ErrReadOnly    = fmt.Errorf("read-only block")
+	ErrReadOnlyKey = fmt.Errorf("read_only in front matter is the operator's to change")
+)

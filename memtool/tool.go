@@ -1,0 +1,291 @@
+// Package memtool is Anthropic's memory tool (memory_20250818) over an
+// agent's memory folder: the reference handler's commands and answers,
+// stricter path rules, read-only blocks, a secret guard, and one commit per
+// successful write.
+package memtool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/memfsd/memfsd/blocks"
+)
+
+// Input is one tool call, as the model sends it.
+type Input struct {
+	Command    string  `json:"command"`
+	Path       string  `json:"path"`
+	FileText   *string `json:"file_text"`
+	OldStr     *string `json:"old_str"`
+	NewStr     *string `json:"new_str"`
+	InsertLine *int    `json:"insert_line"`
+	InsertText *string `json:"insert_text"`
+	ViewRange  []int   `json:"view_range"`
+	OldPath    string  `json:"old_path"`
+	NewPath    string  `json:"new_path"`
+	// Reason, when given, becomes the commit message.
+	Reason string `json:"reason"`
+}
+
+// Result is the tool's answer.
+type Result struct {
+	Content string `json:"content"`
+	IsError bool   `json:"is_error"`
+}
+
+// ViewLimit is where a file view is cut, in characters.
+const ViewLimit = 16000
+
+// Tool runs memory-tool calls on one memory folder.
+type Tool struct {
+	// Dir is the memory folder (what /memories maps to).
+	Dir string
+	// Commit records paths (relative, slash-separated) as one commit.
+	Commit func(paths []string, message string) error
+	// Secrets are refused in written text; nil or empty disables the guard.
+	Secrets []SecretPattern
+	// Mu serialises calls with other writers of the folder (the daemon's
+	// watcher); nil means a private mutex.
+	Mu sync.Locker
+
+	own sync.Mutex
+}
+
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+func toolErr(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
+
+// Decode parses a tool call; unknown fields are refused, so a typo in a
+// field name is an error, not a silent no-op.
+func Decode(data []byte) (Input, error) {
+	var in Input
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, fmt.Errorf("memory tool input: %w", err)
+	}
+	return in, nil
+}
+
+// Run executes one call. A failed call changes nothing.
+func (t *Tool) Run(in Input) Result {
+	mu := t.Mu
+	if mu == nil {
+		mu = &t.own
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out, err := t.run(in)
+	if err != nil {
+		var te *toolError
+		if errors.As(err, &te) {
+			return Result{Content: te.msg, IsError: true}
+		}
+		return Result{Content: "Error: " + err.Error(), IsError: true}
+	}
+	return Result{Content: out}
+}
+
+func (t *Tool) run(in Input) (string, error) {
+	switch in.Command {
+	case "view":
+		return t.view(in)
+	case "create":
+		return t.create(in)
+	case "str_replace":
+		return t.strReplace(in)
+	case "insert":
+		return t.insert(in)
+	case "delete":
+		return t.delete(in)
+	case "rename":
+		return t.rename(in)
+	case "":
+		return "", toolErr("Missing command: use one of view, create, str_replace, insert, delete, rename")
+	}
+	return "", toolErr("Unknown command: %s", in.Command)
+}
+
+func need[T any](v *T, field, command string) (T, error) {
+	if v == nil {
+		var zero T
+		return zero, toolErr("Missing required parameter `%s` for command `%s`", field, command)
+	}
+	return *v, nil
+}
+
+func (t *Tool) checkSecret(text string) error {
+	if name, ok := secretIn(t.Secrets, text); ok {
+		return toolErr("Refused: the text looks like a credential (%s). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", name)
+	}
+	return nil
+}
+
+// readIfExists returns a file's content, nil when it does not exist.
+func readIfExists(abs string) ([]byte, error) {
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if data == nil && err == nil {
+		data = []byte{}
+	}
+	return data, err
+}
+
+func (t *Tool) checkWrite(rel, shown string, old, new []byte) error {
+	if err := blocks.CheckAgentWrite(rel, old, new); err != nil {
+		if errors.Is(err, blocks.ErrReadOnlyKey) {
+			return toolErr("%s: the read_only key in front matter can only be changed by the operator", shown)
+		}
+		return toolErr("%s is read-only and cannot be modified", shown)
+	}
+	return nil
+}
+
+// change is a file's content before and after a write (nil: absent).
+type change struct {
+	rel      string
+	old, new []byte
+}
+
+// apply writes the changes, commits them as one commit, and undoes them
+// all when any step fails.
+func (t *Tool) apply(changes []change, message string) error {
+	done := make([]change, 0, len(changes))
+	undo := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			c := done[i]
+			abs := filepath.Join(t.Dir, filepath.FromSlash(c.rel))
+			if c.old == nil {
+				os.Remove(abs)
+				removeEmptyParents(t.Dir, filepath.Dir(abs))
+			} else {
+				writeAtomic(t.Dir, abs, c.old)
+			}
+		}
+	}
+	for _, c := range changes {
+		abs := filepath.Join(t.Dir, filepath.FromSlash(c.rel))
+		var err error
+		if c.new == nil {
+			err = os.Remove(abs)
+			if err == nil {
+				removeEmptyParents(t.Dir, filepath.Dir(abs))
+			}
+		} else {
+			err = writeAtomic(t.Dir, abs, c.new)
+		}
+		if err != nil {
+			undo()
+			return fmt.Errorf("write %s: %w", c.rel, err)
+		}
+		done = append(done, c)
+	}
+	paths := make([]string, 0, len(changes))
+	for _, c := range changes {
+		paths = append(paths, c.rel)
+	}
+	if t.Commit != nil {
+		if err := t.Commit(paths, message); err != nil {
+			undo()
+			return fmt.Errorf("commit: %w (the write was undone)", err)
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes data to abs through a temporary file (fsynced, then
+// renamed), file 0600, new folders 0700 whatever the umask.
+func writeAtomic(root, abs string, data []byte) error {
+	if err := mkdirPrivate(root, filepath.Dir(abs)); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(abs), ".memfsd-tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o600)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), abs)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// mkdirPrivate creates dir and its missing parents below root as 0700.
+func mkdirPrivate(root, dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is a file", dir)
+		}
+		return nil
+	}
+	if dir != root {
+		if err := mkdirPrivate(root, filepath.Dir(dir)); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+func removeEmptyParents(root, dir string) {
+	for dir != root && strings.HasPrefix(dir, root) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// filesBelow lists the regular files below dir (relative to the memory
+// folder), sorted.
+func (t *Tool) filesBelow(rel, abs string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		r, _ := filepath.Rel(t.Dir, p)
+		out = append(out, filepath.ToSlash(r))
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+func message(in Input, def string) string {
+	if r := strings.TrimSpace(in.Reason); r != "" {
+		return r
+	}
+	return def
+}

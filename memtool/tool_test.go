@@ -1,0 +1,274 @@
+package memtool_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
+)
+
+type env struct {
+	t    *testing.T
+	dir  string
+	repo *gitmem.Repo
+	tool *memtool.Tool
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	dir := filepath.Join(t.TempDir(), "memory")
+	os.MkdirAll(dir, 0o700)
+	r, err := gitmem.Init(dir, gitmem.Remote{}, gitmem.Options{Author: gitmem.Signature{Name: "a", Email: "a@memfsd.local"}, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// The default blocks, as an initialised memory has them.
+	for p, c := range blocks.Defaults() {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700)
+		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o600)
+	}
+	if _, err := r.CommitWrite([]string{blocks.PersonaPath, blocks.HumanPath}, "init"); err != nil {
+		t.Fatal(err)
+	}
+	tool := &memtool.Tool{Dir: dir, Secrets: memtool.DefaultSecretPatterns(), Commit: func(paths []string, msg string) error {
+		_, err := r.CommitWrite(paths, msg)
+		if errors.Is(err, gitmem.ErrNothingToCommit) {
+			return nil
+		}
+		return err
+	}}
+	return &env{t: t, dir: dir, repo: r, tool: tool}
+}
+
+func (e *env) run(js string) memtool.Result {
+	e.t.Helper()
+	in, err := memtool.Decode([]byte(js))
+	if err != nil {
+		e.t.Fatalf("decode %s: %v", js, err)
+	}
+	return e.tool.Run(in)
+}
+
+func (e *env) commits() int {
+	out, _ := exec.Command("git", "-C", e.dir, "rev-list", "--count", "HEAD").Output()
+	n := 0
+	for _, c := range strings.TrimSpace(string(out)) {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func (e *env) expect(js, want string, isErr bool) {
+	e.t.Helper()
+	before := e.commits()
+	res := e.run(js)
+	if res.Content != want || res.IsError != isErr {
+		e.t.Fatalf("%s\n got: %q (error %v)\nwant: %q (error %v)", js, res.Content, res.IsError, want, isErr)
+	}
+	// A failed call and every view change nothing; a write is one commit.
+	wantCommits := before
+	if !isErr && !strings.Contains(js, `"view"`) {
+		wantCommits++
+	}
+	if got := e.commits(); got != wantCommits {
+		e.t.Fatalf("%s: %d commits after, want %d", js, got, wantCommits)
+	}
+}
+
+func TestTool_ReferenceScenarios(t *testing.T) {
+	e := newEnv(t)
+	// create
+	e.expect(`{"command":"create","path":"/memories/notes.txt","file_text":"line1\nline2\nline3\n"}`, "File created successfully at: /memories/notes.txt", false)
+	e.expect(`{"command":"create","path":"/memories/notes.txt","file_text":"x"}`, "File /memories/notes.txt already exists", true)
+	e.expect(`{"command":"create","path":"/memories/sub/deep/a.md","file_text":"deep\n"}`, "File created successfully at: /memories/sub/deep/a.md", false)
+	// view file, range, missing
+	e.expect(`{"command":"view","path":"/memories/notes.txt"}`, "Here's the content of /memories/notes.txt with line numbers:\n     1\tline1\n     2\tline2\n     3\tline3\n     4\t", false)
+	e.expect(`{"command":"view","path":"/memories/notes.txt","view_range":[2,3]}`, "Here's the content of /memories/notes.txt with line numbers:\n     2\tline2\n     3\tline3", false)
+	e.expect(`{"command":"view","path":"/memories/notes.txt","view_range":[3,-1]}`, "Here's the content of /memories/notes.txt with line numbers:\n     3\tline3\n     4\t", false)
+	e.expect(`{"command":"view","path":"/memories/nope.txt"}`, "The path /memories/nope.txt does not exist. Please provide a valid path.", true)
+	// view folder: two levels, hidden left out, sizes
+	os.WriteFile(filepath.Join(e.dir, ".hidden"), []byte("h"), 0o600)
+	res := e.run(`{"command":"view","path":"/memories"}`)
+	wantLines := []string{
+		"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:",
+		"4.0K\t/memories",
+		"18B\t/memories/notes.txt",
+		"4.0K\t/memories/sub/",
+		"4.0K\t/memories/sub/deep/",
+		"4.0K\t/memories/system/",
+	}
+	got := strings.Split(res.Content, "\n")
+	// Directory sizes come from stat (4096 on ext4 prints "4K"); compare
+	// the shape and the file lines exactly.
+	if len(got) < 8 || got[0] != wantLines[0] || got[2] != wantLines[2] || strings.Contains(res.Content, ".hidden") || strings.Contains(res.Content, ".git") || strings.Contains(res.Content, "deep/a.md") {
+		t.Fatalf("folder view:\n%s", res.Content)
+	}
+	if !strings.Contains(res.Content, "\t/memories/system/persona.md") || !strings.HasSuffix(strings.SplitN(got[3], "\t", 2)[1], "/memories/sub/") {
+		t.Fatalf("folder view lacks entries:\n%s", res.Content)
+	}
+	// str_replace: ok, absent, several matches, missing file
+	e.expect(`{"command":"str_replace","path":"/memories/notes.txt","old_str":"line2","new_str":"LINE TWO"}`,
+		"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tline1\n     2\tLINE TWO\n     3\tline3\n     4\t", false)
+	e.expect(`{"command":"str_replace","path":"/memories/notes.txt","old_str":"zzz","new_str":"y"}`,
+		"No replacement was performed, old_str `zzz` did not appear verbatim in /memories/notes.txt.", true)
+	e.expect(`{"command":"str_replace","path":"/memories/notes.txt","old_str":"line","new_str":"y"}`,
+		"No replacement was performed. Multiple occurrences of old_str `line` in lines: 1, 3. Please ensure it is unique", true)
+	e.expect(`{"command":"str_replace","path":"/memories/none.txt","old_str":"a","new_str":"b"}`,
+		"The path /memories/none.txt does not exist. Please provide a valid path.", true)
+	// insert: ok, start, end, out of range
+	e.expect(`{"command":"insert","path":"/memories/notes.txt","insert_line":1,"insert_text":"inserted\n"}`, "The file /memories/notes.txt has been edited.", false)
+	e.expect(`{"command":"insert","path":"/memories/notes.txt","insert_line":0,"insert_text":"first"}`, "The file /memories/notes.txt has been edited.", false)
+	e.expect(`{"command":"insert","path":"/memories/notes.txt","insert_line":5,"insert_text":"last"}`, "The file /memories/notes.txt has been edited.", false)
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "notes.txt")); string(data) != "first\nline1\ninserted\nLINE TWO\nline3\nlast\n" {
+		t.Fatalf("after inserts: %q", data)
+	}
+	e.expect(`{"command":"insert","path":"/memories/notes.txt","insert_line":9,"insert_text":"x"}`,
+		"Invalid `insert_line` parameter: 9. It should be within the range [0, 6].", true)
+	// rename: ok, nested, missing source, existing destination
+	e.expect(`{"command":"rename","old_path":"/memories/notes.txt","new_path":"/memories/archive/notes.txt"}`,
+		"Successfully renamed /memories/notes.txt to /memories/archive/notes.txt", false)
+	e.expect(`{"command":"rename","old_path":"/memories/sub","new_path":"/memories/moved/sub"}`,
+		"Successfully renamed /memories/sub to /memories/moved/sub", false)
+	e.expect(`{"command":"rename","old_path":"/memories/ghost.txt","new_path":"/memories/g2.txt"}`, "The path /memories/ghost.txt does not exist", true)
+	e.expect(`{"command":"create","path":"/memories/b.txt","file_text":"b"}`, "File created successfully at: /memories/b.txt", false)
+	e.expect(`{"command":"rename","old_path":"/memories/b.txt","new_path":"/memories/archive/notes.txt"}`, "The destination /memories/archive/notes.txt already exists", true)
+	// delete: file, folder, missing, root in every spelling
+	e.expect(`{"command":"delete","path":"/memories/b.txt"}`, "Successfully deleted /memories/b.txt", false)
+	e.expect(`{"command":"delete","path":"/memories/moved"}`, "Successfully deleted /memories/moved", false)
+	e.expect(`{"command":"delete","path":"/memories/missing"}`, "The path /memories/missing does not exist", true)
+	for _, root := range []string{"/memories", "/memories/", "/memories/.", "/memories/archive/..", "/memories//"} {
+		e.expect(`{"command":"delete","path":"`+root+`"}`, "Cannot delete the /memories directory itself", true)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "archive", "notes.txt")); err != nil {
+		t.Fatal("memory lost by a refused root delete")
+	}
+	if st := gitStatus(e.dir); st != "?? .hidden" {
+		t.Fatalf("git status after the scenarios: %q (only the hand-made .hidden may be untracked)", st)
+	}
+}
+
+func gitStatus(dir string) string {
+	out, _ := exec.Command("git", "-C", dir, "status", "--porcelain").CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+func TestTool_PathAttacks(t *testing.T) {
+	e := newEnv(t)
+	outside := filepath.Join(filepath.Dir(e.dir), "outside")
+	os.MkdirAll(outside, 0o700)
+	os.Symlink(outside, filepath.Join(e.dir, "link"))
+	e.repo.CommitWrite([]string{"link"}, "link")
+	cases := map[string]string{
+		"/etc/passwd":                       "Path must start with /memories, got: /etc/passwd",
+		"/memoriesX/a.md":                   "Path must start with /memories, got: /memoriesX/a.md",
+		"/memories_backup/a.md":             "Path must start with /memories, got: /memories_backup/a.md",
+		"/memories/../outside/a.md":         "Path /memories/../outside/a.md would escape /memories directory",
+		"/memories/a/../../outside/a.md":    "Path /memories/a/../../outside/a.md would escape /memories directory",
+		"/memories/%2e%2e%2foutside/a.md":   "Path /memories/%2e%2e%2foutside/a.md contains a URL-encoded character (%2e); write paths plainly",
+		"/memories/a%2Fb.md":                "Path /memories/a%2Fb.md contains a URL-encoded character (%2f); write paths plainly",
+		"/memories/..\\outside\\a.md":       "Path /memories/..\\outside\\a.md contains a backslash; use / between folders",
+		"/memories/link/a.md":               "Path would escape /memories directory via symlink",
+		"/memories/.git/config":             "Path /memories/.git/config is inside .git, which holds memory's history and is not writable or readable here",
+		"/memories/x/.GIT/hooks/pre-commit": "Path /memories/x/.GIT/hooks/pre-commit is inside .git, which holds memory's history and is not writable or readable here",
+	}
+	for p, want := range cases {
+		js := `{"command":"create","path":` + jsonString(p) + `,"file_text":"pwned"}`
+		e.expect(js, want, true)
+	}
+	e.expect(`{"command":"create","path":"/memories/a\u0000b.md","file_text":"x"}`, `Path /memories/a\0b.md contains a NUL byte`, true)
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("a write escaped: %v", entries)
+	}
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func TestTool_ModesAndReadOnly(t *testing.T) {
+	e := newEnv(t)
+	e.expect(`{"command":"create","path":"/memories/p/q/f.md","file_text":"x"}`, "File created successfully at: /memories/p/q/f.md", false)
+	for _, c := range []struct {
+		p    string
+		mode os.FileMode
+	}{{"p", 0o700}, {"p/q", 0o700}, {"p/q/f.md", 0o600}} {
+		fi, _ := os.Stat(filepath.Join(e.dir, c.p))
+		if fi.Mode().Perm() != c.mode {
+			t.Errorf("%s mode %o, want %o", c.p, fi.Mode().Perm(), c.mode)
+		}
+	}
+	ro := "/memories/system/persona.md is read-only and cannot be modified"
+	e.expect(`{"command":"str_replace","path":"/memories/system/persona.md","old_str":"helpful","new_str":"evil"}`, ro, true)
+	e.expect(`{"command":"insert","path":"/memories/system/persona.md","insert_line":0,"insert_text":"x"}`, ro, true)
+	e.expect(`{"command":"delete","path":"/memories/system/persona.md"}`, ro, true)
+	e.expect(`{"command":"delete","path":"/memories/system"}`, "/memories/system/human.md is read-only and cannot be modified", true)
+	e.expect(`{"command":"rename","old_path":"/memories/system/human.md","new_path":"/memories/h.md"}`, "/memories/system/human.md is read-only and cannot be modified", true)
+	e.expect(`{"command":"rename","old_path":"/memories/p/q/f.md","new_path":"/memories/system/persona2.md"}`, "Successfully renamed /memories/p/q/f.md to /memories/system/persona2.md", false)
+	// Front matter escalation: the agent can't add, remove or change read_only.
+	e.expect(`{"command":"create","path":"/memories/mine.md","file_text":"---\ndescription: x\nread_only: true\n---\nbody\n"}`,
+		"/memories/mine.md: the read_only key in front matter can only be changed by the operator", true)
+	e.expect(`{"command":"create","path":"/memories/mine.md","file_text":"---\ndescription: x\n---\nbody\n"}`, "File created successfully at: /memories/mine.md", false)
+	e.expect(`{"command":"str_replace","path":"/memories/mine.md","old_str":"description: x","new_str":"description: x\nread_only: true"}`,
+		"/memories/mine.md: the read_only key in front matter can only be changed by the operator", true)
+	e.expect(`{"command":"insert","path":"/memories/mine.md","insert_line":1,"insert_text":"read_only: false"}`,
+		"/memories/mine.md: the read_only key in front matter can only be changed by the operator", true)
+	// A file made read-only by its front matter (by the operator).
+	os.WriteFile(filepath.Join(e.dir, "op.md"), []byte("---\nread_only: true\n---\nrules\n"), 0o600)
+	e.repo.CommitWrite([]string{"op.md"}, "operator")
+	e.expect(`{"command":"str_replace","path":"/memories/op.md","old_str":"rules","new_str":"none"}`, "/memories/op.md is read-only and cannot be modified", true)
+}
+
+func TestTool_SecretGuardAndViewCut(t *testing.T) {
+	e := newEnv(t)
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"key: AKIAABCDEFGHIJKLMNOP"}`,
+		"Refused: the text looks like a credential (AWS access key id (AKIA)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"-----BEGIN RSA PRIVATE KEY-----\nabc"}`,
+		"Refused: the text looks like a credential (private key block). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
+	e.tool.Secrets = nil // switched off
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"sk-abcdefghijklmnopqrstuvwxyz"}`, "File created successfully at: /memories/k.md", false)
+
+	big := strings.Repeat("0123456789abcdefghi\n", 1000) // 20,000 characters
+	os.WriteFile(filepath.Join(e.dir, "big.md"), []byte(big), 0o600)
+	res := e.run(`{"command":"view","path":"/memories/big.md"}`)
+	if !strings.Contains(res.Content, `read on with "view_range": [801, 1001]`) || strings.Contains(res.Content, "\t"+"0123456789abcdefghi\n   801") {
+		t.Fatalf("cut view ends: %q", res.Content[len(res.Content)-200:])
+	}
+	if n := strings.Count(res.Content, "\n"); n > 802 {
+		t.Fatalf("cut view has %d lines", n)
+	}
+}
+
+func TestTool_BadInput(t *testing.T) {
+	if _, err := memtool.Decode([]byte(`{"command":"view","pth":"/memories"}`)); err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	if _, err := memtool.Decode([]byte(`{"command":`)); err == nil {
+		t.Fatal("broken JSON accepted")
+	}
+	e := newEnv(t)
+	e.expect(`{"command":"explode","path":"/memories"}`, "Unknown command: explode", true)
+	e.expect(`{"command":"create","path":"/memories/x.md"}`, "Missing required parameter `file_text` for command `create`", true)
+}
