@@ -196,6 +196,11 @@ func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
 		if hold && d.Kind == gitmem.ChangeDelete {
 			continue
 		}
+		if undone, err := a.GuardDirectWrite(d.Path); err != nil {
+			return n, nil, err
+		} else if undone {
+			continue
+		}
 		_, err := a.Repo.CommitWrite([]string{d.Path}, DirectWriteMessage(d))
 		if errors.Is(err, gitmem.ErrNothingToCommit) {
 			continue

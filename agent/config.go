@@ -16,6 +16,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -34,7 +35,11 @@ type Config struct {
 	NoFsync     bool
 	LockWait    time.Duration
 	Retry       retry.Policy
-	Logger      *slog.Logger
+	// SecretPatterns are refused in memory-tool writes (default:
+	// memtool.DefaultSecretPatterns); NoSecretGuard switches that off.
+	SecretPatterns []memtool.SecretPattern
+	NoSecretGuard  bool
+	Logger         *slog.Logger
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -68,6 +73,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retry.Initial <= 0 {
 		c.Retry = retry.DefaultPolicy()
+	}
+	if c.SecretPatterns == nil {
+		c.SecretPatterns = memtool.DefaultSecretPatterns()
 	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)

@@ -34,6 +34,7 @@ func (m *managed) status() Status {
 		st.LastPushAt = &t
 	}
 	held := append([]string(nil), m.held...)
+	st.ReadOnlyRejected = append([]string(nil), m.rejected...)
 	m.mu.Unlock()
 
 	repoErr := false

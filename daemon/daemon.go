@@ -138,7 +138,23 @@ func (d *Daemon) watch(m *managed) {
 
 // guardReadOnly undoes a direct write to a read-only block; true when the
 // path was handled (not to be committed).
-func (d *Daemon) guardReadOnly(m *managed, path, kind string) bool { return false }
+func (d *Daemon) guardReadOnly(m *managed, path, kind string) bool {
+	a := m.agent()
+	undone, err := a.GuardDirectWrite(path)
+	if err != nil {
+		m.log.Error("read-only check failed; not committing the path", "path", path, "err", err)
+		return true
+	}
+	if undone {
+		m.mu.Lock()
+		if !slices.Contains(m.rejected, path) {
+			m.rejected = append(m.rejected, path)
+		}
+		m.rejSeen = false
+		m.mu.Unlock()
+	}
+	return undone
+}
 
 func (d *Daemon) pendingCommits() float64 {
 	d.mu.Lock()

@@ -29,6 +29,11 @@ type managed struct {
 	firstSeen time.Time
 	timer     *time.Timer
 	held      []string // deletions held by the mass-delete guard
+	rejected  []string // direct writes to read-only blocks that were undone
+	rejSeen   bool     // the agent was told (reminders fetched) since
+	// writeMu serialises the watcher's commits with memory-tool calls and
+	// operator block changes, so no write is committed twice or halfway.
+	writeMu sync.Mutex
 	lastErr   *LastError
 	lastPush  time.Time
 	polling   bool
@@ -172,6 +177,11 @@ func (m *managed) turnOnce() TurnResult {
 		return TurnResult{Outcome: outcomeOf(err, nil), Error: err.Error()}
 	}
 	m.flush()
+	m.mu.Lock()
+	if m.rejSeen { // the agent has read the read-only reminder: its cause is spent
+		m.rejected, m.rejSeen = nil, false
+	}
+	m.mu.Unlock()
 	start := time.Now()
 	res, err := m.sync(agent.SyncOptions{SkipScan: true})
 	m.d.metrics.pushLatency.Observe(time.Since(start).Seconds())
@@ -264,6 +274,8 @@ const maxDelay = 2 * time.Second
 // flush commits each settled path, one commit per file, holding a mass
 // deletion.
 func (m *managed) flush() {
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
 	m.mu.Lock()
 	paths := make([]string, 0, len(m.pending))
 	for p := range m.pending {

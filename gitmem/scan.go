@@ -220,3 +220,27 @@ func (r *Repo) TrackedFiles() ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// HeadFile returns the content of path in HEAD (false when absent).
+func (r *Repo) HeadFile(path string) ([]byte, bool, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return nil, false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return nil, false, err
+	}
+	tree, err := r.objs.commitTree(head)
+	if err != nil {
+		return nil, false, err
+	}
+	e, ok, err := r.objs.entryAt(tree, p)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	data, err := r.objs.blob(e.Hash)
+	return data, err == nil, err
+}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memfsd/memfsd/blocks"
 )
 
 const lineNumberWidth = 6 // len(str(999999)) in the reference handler
@@ -221,6 +223,9 @@ func (t *Tool) strReplace(in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if blocks.IsReadOnly(rel, data) { // before any other answer about its content
+		return "", toolErr("%s is read-only and cannot be modified", in.Path)
+	}
 	content := string(data)
 	count := 0
 	if oldStr != "" {
@@ -309,6 +314,9 @@ func (t *Tool) insert(in Input) (string, error) {
 	data, err := t.readFile(in.Path, abs)
 	if err != nil {
 		return "", err
+	}
+	if blocks.IsReadOnly(rel, data) { // before any other answer about its content
+		return "", toolErr("%s is read-only and cannot be modified", in.Path)
 	}
 	lines := splitLines(string(data))
 	if line < 0 || line > len(lines) {

@@ -272,3 +272,9 @@ func TestTool_BadInput(t *testing.T) {
 	e.expect(`{"command":"explode","path":"/memories"}`, "Unknown command: explode", true)
 	e.expect(`{"command":"create","path":"/memories/x.md"}`, "Missing required parameter `file_text` for command `create`", true)
 }
+
+func TestTool_ReadOnlyAnsweredFirst(t *testing.T) {
+	e := newEnv(t)
+	e.expect(`{"command":"str_replace","path":"/memories/system/persona.md","old_str":"I","new_str":"U"}`,
+		"/memories/system/persona.md is read-only and cannot be modified", true)
+}

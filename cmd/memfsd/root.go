@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/memtool"
 )
 
 // globals are the flags every subcommand shares.
@@ -23,6 +24,9 @@ type globals struct {
 	logLevel    string
 	noFsync     bool
 	listen      string
+
+	noSecretGuard  bool
+	secretPatterns []string
 }
 
 // homeDir is --home with ~ expanded.
@@ -71,7 +75,9 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
 	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
-	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g))
+	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
+	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
+	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g))
 	return root
 }
 
@@ -121,6 +127,17 @@ func (g *globals) config() (*agent.Config, error) {
 		AuthorEmail: g.authorEmail,
 		NoFsync:     g.noFsync,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	cfg.NoSecretGuard = g.noSecretGuard
+	if len(g.secretPatterns) > 0 {
+		cfg.SecretPatterns = memtool.DefaultSecretPatterns()
+		for _, s := range g.secretPatterns {
+			p, err := memtool.ParseSecretPattern(s)
+			if err != nil {
+				return nil, fmt.Errorf("flag --secret-pattern: %w", err)
+			}
+			cfg.SecretPatterns = append(cfg.SecretPatterns, p)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,5 +120,3 @@ func (g *globals) statuses(id string) ([]daemon.Status, error) {
 	}
 	return out, nil
 }
-
-var _ = errors.New

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/memtool"
+)
+
+func newMemoryCmd(g *globals) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "memory --agent ID < input.json",
+		Short: "One memory-tool call: JSON input on stdin, result text on stdout",
+		Long: "One memory-tool call (memory_20250818): JSON input on stdin, result text on stdout.\n" +
+			"Goes through the daemon when one runs, directly otherwise. Exit 0 ok, 1 tool error.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := agent.ValidateID(id); err != nil {
+				return fmt.Errorf("flag --agent: %w", err)
+			}
+			data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 8<<20))
+			if err != nil {
+				return fmt.Errorf("read stdin: %w", err)
+			}
+			in, err := memtool.Decode(data)
+			if err != nil {
+				return err
+			}
+			var res memtool.Result
+			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			code, err := c.do("POST", "/v1/agents/"+id+"/memory", bytes.NewReader(data), &res)
+			var unreachable errUnreachable
+			switch {
+			case errors.As(err, &unreachable) || code == 404:
+				if res, err = runMemoryDirect(cmd, g, id, in); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Content)
+			if res.IsError {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	return cmd
+}
+
+// runMemoryDirect runs the call on the folder itself (no daemon): the
+// commit is made now, the push at the next sync or turn.
+func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input) (memtool.Result, error) {
+	cfg, err := g.config()
+	if err != nil {
+		return memtool.Result{}, err
+	}
+	a, err := agent.Open(cmd.Context(), cfg, id)
+	if err != nil {
+		return memtool.Result{}, err
+	}
+	defer a.Close()
+	return a.MemoryTool(nil).Run(in), nil
+}
+
+func newRemindersCmd(g *globals) *cobra.Command {
+	var id string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "reminders --agent ID",
+		Short: "The system-reminder text for the agent's next turn (empty when none)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := agent.ValidateID(id); err != nil {
+				return fmt.Errorf("flag --agent: %w", err)
+			}
+			var out struct {
+				Reminders json.RawMessage `json:"reminders"`
+				Text      string          `json:"text"`
+			}
+			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			code, err := c.do("GET", "/v1/agents/"+id+"/reminders", nil, &out)
+			var unreachable errUnreachable
+			if errors.As(err, &unreachable) || code == 404 {
+				sts, err := g.statuses(id)
+				if err != nil {
+					return err
+				}
+				rs := daemonOfflineReminders(sts[0])
+				out.Reminders, _ = json.Marshal(rs)
+				out.Text = remindersText(rs)
+			} else if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if out.Text != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), out.Text)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the JSON answer (env MEMFSD_JSON)")
+	return cmd
+}
+
+func newBlockCmd(g *globals) *cobra.Command {
+	block := &cobra.Command{Use: "block", Short: "Operator changes to the read-only blocks"}
+	var id, file string
+	set := &cobra.Command{
+		Use:       "set persona|human --agent ID --file F",
+		Short:     "Replace the persona or human block (the operator's way in) and push it",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"persona", "human"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := agent.ValidateID(id); err != nil {
+				return fmt.Errorf("flag --agent: %w", err)
+			}
+			if args[0] != "persona" && args[0] != "human" {
+				return fmt.Errorf("block set: %q is not a block: want persona or human", args[0])
+			}
+			if file == "" {
+				return errors.New("flag --file: required")
+			}
+			content, err := os.ReadFile(file)
+			if err != nil {
+				return fmt.Errorf("flag --file: %w", err)
+			}
+			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			var res json.RawMessage
+			code, err := c.do("PUT", "/v1/agents/"+id+"/blocks/"+args[0], bytes.NewReader(content), &res)
+			var unreachable errUnreachable
+			if err == nil && code == 200 {
+				fmt.Fprintln(cmd.OutOrStdout(), string(res))
+				return nil
+			}
+			if err == nil && code != 404 {
+				return fmt.Errorf("block set: daemon answered %d: %s", code, res)
+			}
+			if err != nil && !errors.As(err, &unreachable) {
+				return err
+			}
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			a, err := agent.Open(cmd.Context(), cfg, id)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			rel, err := a.SetBlock(args[0], content)
+			if err != nil {
+				return err
+			}
+			if _, err := a.Sync(cmd.Context(), agent.SyncOptions{SkipScan: true}); err != nil {
+				return fmt.Errorf("block set: committed %s but the push failed: %w", rel, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "set %s and pushed\n", rel)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	set.Flags().StringVar(&file, "file", "", "file with the new block content, front matter included (env MEMFSD_FILE)")
+	block.AddCommand(set)
+	return block
+}

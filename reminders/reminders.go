@@ -1,0 +1,126 @@
+// Package reminders turns an agent's sync state into the short
+// system-reminder texts the agent reads at its next turn.
+package reminders
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kinds of reminders (SPEC §6).
+const (
+	KindConflict         = "conflict"
+	KindSyncDelayed      = "sync_delayed"
+	KindSyncFailed       = "sync_failed"
+	KindReadOnlyRejected = "read_only_rejected"
+	KindHistoryRecovered = "history_recovered"
+	KindMassDeleteHeld   = "mass_delete_held"
+)
+
+// RecentRestore is how long a history restore stays worth telling.
+const RecentRestore = 24 * time.Hour
+
+// Reminder is one thing the agent should know.
+type Reminder struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// State is what the reminders are built from.
+type State struct {
+	Agent            string
+	Conflicts        []string // conflict copies in the memory (paths relative to it)
+	ErrorClass       string   // last sync error class, "" when the last sync succeeded
+	ErrorMessage     string
+	Attempts         int
+	Ahead            int      // commits not yet on the server
+	ReadOnlyRejected []string // direct writes to read-only blocks that were undone
+	HeldDeletes      []string
+	Backups          []string // refs/memfsd/backup/<unix-seconds>
+}
+
+func memPath(p string) string { return "/memories/" + p }
+
+func list(paths []string, max int) string {
+	var shown []string
+	for i, p := range paths {
+		if i == max {
+			shown = append(shown, fmt.Sprintf("and %d more", len(paths)-max))
+			break
+		}
+		shown = append(shown, memPath(p))
+	}
+	return strings.Join(shown, ", ")
+}
+
+// Build returns the reminders that hold for st at now; each stays as long
+// as its cause does.
+func Build(st State, now time.Time) []Reminder {
+	var out []Reminder
+	if len(st.Conflicts) > 0 {
+		out = append(out, Reminder{KindConflict, fmt.Sprintf(
+			"Memory sync found edits made elsewhere that clash with yours; both versions are kept. Conflict copies (your version): %s. "+
+				"For each, view the copy and the file beside it (same name without .conflict-<id>), merge what matters into that file, then delete the copy.",
+			list(st.Conflicts, 10))})
+	}
+	switch st.ErrorClass {
+	case "":
+	case "retryable", "non_fast_forward", "unrelated_history":
+		out = append(out, Reminder{KindSyncDelayed, fmt.Sprintf(
+			"Memory sync is delayed (%s after %d attempts: %s). Your %d new commit(s) are safe locally and will be pushed automatically at a later turn. Keep working normally.",
+			st.ErrorClass, st.Attempts, firstLine(st.ErrorMessage), st.Ahead)})
+	default:
+		out = append(out, Reminder{KindSyncFailed, fmt.Sprintf(
+			"Memory sync failed (%s: %s). Your writes are kept locally but are not backed up to the server. Tell the user the memory server refused the sync (%s) so they can fix the credentials or address; it is retried at each turn.",
+			st.ErrorClass, firstLine(st.ErrorMessage), st.ErrorClass)})
+	}
+	if len(st.ReadOnlyRejected) > 0 {
+		out = append(out, Reminder{KindReadOnlyRejected, fmt.Sprintf(
+			"Your change to the read-only block(s) %s was undone: those blocks are written by the operator. The rejected text is kept in .git/memfsd/rejected/. Put your own notes in another file.",
+			list(st.ReadOnlyRejected, 5))})
+	}
+	var recent []string
+	for _, b := range st.Backups {
+		var sec int64
+		if _, err := fmt.Sscan(b[strings.LastIndexByte(b, '/')+1:], &sec); err == nil && now.Sub(time.Unix(sec, 0)) < RecentRestore {
+			recent = append(recent, b)
+		}
+	}
+	if len(recent) > 0 {
+		out = append(out, Reminder{KindHistoryRecovered, fmt.Sprintf(
+			"The memory server's history was replaced. Your files were kept: those the server lacked are restored, those it had differently sit beside its version as conflict copies, and your old history is saved at %s. Review the conflict copies if any.",
+			strings.Join(recent, ", "))})
+	}
+	if len(st.HeldDeletes) > 0 {
+		out = append(out, Reminder{KindMassDeleteHeld, fmt.Sprintf(
+			"%d memory files vanished at once (%s), so nothing was deleted on the server and memory sync is paused for them. If that was a mistake, ask the operator to restore them (git checkout -- . in the memory folder). If it was intended, the operator runs: memfsd sync --agent %s --accept-deletes",
+			len(st.HeldDeletes), list(st.HeldDeletes, 5), st.Agent)})
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// Text wraps the reminders for the agent's context ("" when none).
+func Text(rs []Reminder) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<system-reminder>\n")
+	for _, r := range rs {
+		b.WriteString(r.Text)
+		b.WriteString("\n")
+	}
+	b.WriteString("</system-reminder>")
+	return b.String()
+}
