@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -23,6 +24,9 @@ func IsReadOnly(rel string, content []byte) bool {
 // does not exist) with new (nil: delete) at rel. It refuses writes to
 // read-only blocks and any change of the read_only key.
 func CheckAgentWrite(rel string, old, new []byte) error {
+	if old != nil && new != nil && bytes.Equal(old, new) {
+		return nil // no change
+	}
 	if old != nil && IsReadOnly(rel, old) {
 		return ErrReadOnly
 	}

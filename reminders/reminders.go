@@ -57,7 +57,7 @@ func list(paths []string, max int) string {
 // Build returns the reminders that hold for st at now; each stays as long
 // as its cause does.
 func Build(st State, now time.Time) []Reminder {
-	var out []Reminder
+	out := []Reminder{}
 	if len(st.Conflicts) > 0 {
 		out = append(out, Reminder{KindConflict, fmt.Sprintf(
 			"Memory sync found edits made elsewhere that clash with yours; both versions are kept. Conflict copies (your version): %s. "+

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/retry"
 )
 
 // globals are the flags every subcommand shares.
@@ -27,6 +29,10 @@ type globals struct {
 
 	noSecretGuard  bool
 	secretPatterns []string
+
+	retryInitial time.Duration
+	retryMax     time.Duration
+	retryBudget  time.Duration
 }
 
 // homeDir is --home with ~ expanded.
@@ -75,6 +81,9 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
 	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
+	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
+	f.DurationVar(&g.retryMax, "retry-max", retry.DefaultMax, "longest wait between retries (env MEMFSD_RETRY_MAX)")
+	f.DurationVar(&g.retryBudget, "retry-budget", retry.DefaultBudget, "total retry time per sync; past it commits stay local (env MEMFSD_RETRY_BUDGET)")
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g))
@@ -128,6 +137,10 @@ func (g *globals) config() (*agent.Config, error) {
 		NoFsync:     g.noFsync,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
+	if g.retryInitial <= 0 || g.retryMax < g.retryInitial || g.retryBudget <= 0 {
+		return nil, fmt.Errorf("flags --retry-initial/--retry-max/--retry-budget: want 0 < initial <= max and budget > 0")
+	}
+	cfg.Retry = retry.Policy{Initial: g.retryInitial, Multiplier: retry.DefaultMultiplier, Max: g.retryMax, Budget: g.retryBudget}
 	cfg.NoSecretGuard = g.noSecretGuard
 	if len(g.secretPatterns) > 0 {
 		cfg.SecretPatterns = memtool.DefaultSecretPatterns()
