@@ -33,10 +33,10 @@ type managed struct {
 	rejSeen   bool     // the agent was told (reminders fetched) since
 	// writeMu serialises the watcher's commits with memory-tool calls and
 	// operator block changes, so no write is committed twice or halfway.
-	writeMu sync.Mutex
-	lastErr   *LastError
-	lastPush  time.Time
-	polling   bool
+	writeMu  sync.Mutex
+	lastErr  *LastError
+	lastPush time.Time
+	polling  bool
 
 	// Turn coalescing: a turn waits for the first sync that starts after
 	// it arrived; turns arriving during a sync share the next one.
