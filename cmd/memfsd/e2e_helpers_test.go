@@ -196,3 +196,13 @@ func commitCount(t testing.TB, dir, rev string) int {
 }
 
 func memDir(home, id string) string { return filepath.Join(home, "agents", id, "memory") }
+
+// gitTry runs git and returns its output and error without failing the test.
+func gitTry(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
+		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

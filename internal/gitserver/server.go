@@ -13,6 +13,7 @@ import (
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
+	"math/rand"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults []*Fault
+
+	chaosRate float64
+	chaosRand *rand.Rand
 
 	requests atomic.Int64
 	faulted  atomic.Int64
@@ -131,6 +135,32 @@ func (s *Server) FailNext(match string, n, status int) *Fault {
 	return s.AddFault(&Fault{Match: match, Count: n, Status: status})
 }
 
+// SetChaos faults a share rate of all requests at random: an HTTP 503 or
+// 520–524, a reset connection, or a delay of up to 300 ms before serving.
+// rate 0 turns it off.
+func (s *Server) SetChaos(rate float64, seed int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chaosRate = rate
+	s.chaosRand = rand.New(rand.NewSource(seed))
+}
+
+func (s *Server) chaosFault() *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chaosRate <= 0 || s.chaosRand.Float64() >= s.chaosRate {
+		return nil
+	}
+	switch k := s.chaosRand.Intn(8); {
+	case k < 5:
+		return &Fault{Status: []int{503, 520, 521, 522, 523, 524}[s.chaosRand.Intn(6)]}
+	case k < 6:
+		return &Fault{Reset: true}
+	default:
+		return &Fault{Delay: time.Duration(s.chaosRand.Intn(300)) * time.Millisecond}
+	}
+}
+
 // ClearFaults removes every fault.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
@@ -173,7 +203,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.log = append(s.log, r.Method+" "+r.URL.RequestURI())
 	s.mu.Unlock()
-	if f := s.takeFault(r); f != nil {
+	f := s.takeFault(r)
+	if f == nil {
+		f = s.chaosFault()
+	}
+	if f != nil {
 		if f.Delay > 0 {
 			time.Sleep(f.Delay)
 		}
