@@ -35,9 +35,10 @@ type Daemon struct {
 	watcher  *watcher
 	startSem chan struct{}
 
-	mu     sync.Mutex
-	agents map[string]*managed
-	closed bool
+	mu       sync.Mutex
+	agents   map[string]*managed
+	closed   bool
+	pollStop chan struct{}
 }
 
 // New makes a daemon over cfg (validated).
@@ -62,7 +63,37 @@ func New(cfg *agent.Config) (*Daemon, error) {
 		return nil, fmt.Errorf("start watcher: %w", err)
 	}
 	d.watcher = w
+	d.pollStop = make(chan struct{})
+	go d.pollLoop()
 	return d, nil
+}
+
+// pollLoop scans, once a second, the agents whose folders could not be
+// watched (inotify limits). One ticker for the daemon: a thousand idle
+// agents cost no wake-ups.
+func (d *Daemon) pollLoop() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.pollStop:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		var due []*managed
+		for _, m := range d.agents {
+			m.mu.Lock()
+			if m.polling {
+				due = append(due, m)
+			}
+			m.mu.Unlock()
+		}
+		d.mu.Unlock()
+		for _, m := range due {
+			m.scanAll()
+		}
+	}
 }
 
 // Manage starts managing an agent (idempotent): clone or open, commit what
@@ -184,6 +215,7 @@ func (d *Daemon) Close(ctx context.Context) {
 		all = append(all, m)
 	}
 	d.mu.Unlock()
+	close(d.pollStop)
 	d.watcher.close()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)

@@ -112,10 +112,6 @@ func (m *managed) loop() {
 		defer t.Stop()
 		pull = t.C
 	}
-	var poll <-chan time.Time
-	pt := time.NewTicker(time.Second)
-	defer pt.Stop()
-	poll = pt.C
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -132,13 +128,6 @@ func (m *managed) loop() {
 			m.mu.Unlock()
 		case <-pull:
 			m.turnOnce()
-		case <-poll:
-			m.mu.Lock()
-			polling := m.polling
-			m.mu.Unlock()
-			if polling {
-				m.scanAll()
-			}
 		}
 	}
 }

@@ -109,12 +109,13 @@ func BenchmarkCommitWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkPush: a one-commit push on histories of different lengths vs
-// `git push` to the same git http-backend.
+// BenchmarkPush: a one-commit push on histories of different lengths (100
+// files, so that only the history grows) vs `git push` to the same git
+// http-backend.
 func BenchmarkPush(b *testing.B) {
-	for _, commits := range []int{1000, 10000} {
+	for _, commits := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("commits=%d", commits), func(b *testing.B) {
-			bare, err := fixture.Bare(fixtureDir(b), 1000, commits)
+			bare, err := fixture.Bare(fixtureDir(b), 100, commits)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func BenchmarkPush(b *testing.B) {
 			var ours, cli []time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p := fixture.Path(i % 1000)
+				p := fixture.Path(i % 100)
 				content := fmt.Sprintf("push bench %d\n", i)
 				b.StopTimer()
 				writeFile(b, r.Dir, p, content)
@@ -158,4 +159,36 @@ func BenchmarkPush(b *testing.B) {
 			report(b, ours, cli)
 		})
 	}
+}
+
+// BenchmarkClone: gitmem.Clone (fetch + checkout, in process) vs `git
+// clone`, both over HTTP from the same git http-backend.
+func BenchmarkClone(b *testing.B) {
+	bare, err := fixture.Bare(fixtureDir(b), 1000, 10000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := gitserver.New(b, testToken)
+	dst := filepath.Join(srv.Root, "v1", "git", "clone", "state.git")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v %s", err, out)
+	}
+	var ours, cli []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tmp := b.TempDir()
+		t0 := time.Now()
+		r, err := gitmem.Clone(context.Background(), filepath.Join(tmp, "mem"), remoteFor(srv, "clone"), gitmem.Options{Author: testAuthor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		r.Close()
+		cliClone(b, srv, "clone")
+		t2 := time.Now()
+		ours, cli = append(ours, t1.Sub(t0)), append(cli, t2.Sub(t1))
+	}
+	b.StopTimer()
+	report(b, ours, cli)
 }

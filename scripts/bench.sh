@@ -11,8 +11,12 @@ P=${P:-30}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
+C=${C:-5}
 go test -run '^$' -bench 'BenchmarkCommitWrite' -benchtime "${N}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkPush' -benchtime "${P}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkClone' -benchtime "${C}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkAPIWrite|BenchmarkTurn' -benchtime "${N}x" -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
+agents=$(scripts/bench-agents.sh)
 
 echo
 echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), $(git --version), $(go env GOVERSION)."
@@ -20,7 +24,7 @@ echo
 echo "| operation | repo | memfsd (median) | git CLI (median) | memfsd ÷ CLI |"
 echo "|---|---|---|---|---|"
 awk '
-/^Benchmark(CommitWrite|Push)\// {
+/^Benchmark(CommitWrite|Push|Clone|APIWrite|Turn)[\/-]/ {
   name=$1; sub(/-[0-9]+$/, "", name)
   for (i = 2; i <= NF; i++) { if ($i == "memfsd-ms") m=$(i-1); if ($i == "cli-ms") c=$(i-1); if ($i == "ratio") r=$(i-1) }
   split(name, p, "/")
@@ -28,8 +32,18 @@ awk '
     op = "commit one write"; gsub("files=", "", p[2]); gsub("commits=", "", p[3]); gsub("fsync=", "", p[4])
     repo = p[2] " files / " p[3] " commits, fsync " p[4]
     cli = "git add + git commit"
+  } else if (p[1] == "BenchmarkPush") {
+    op = "push one commit"; gsub("commits=", "", p[2]); repo = "100 files / " p[2] " commits"; cli = "git push"
+  } else if (p[1] == "BenchmarkClone") {
+    op = "clone"; repo = "1000 files / 10000 commits"; cli = "git clone"
   } else {
-    op = "push one commit"; gsub("commits=", "", p[2]); repo = p[2] " commits"; cli = "git push"
+    gsub("files=", "", p[2]); gsub("commits=", "", p[3]); repo = p[2] " files / " p[3] " commits"
+    if (p[1] == "BenchmarkAPIWrite") { op = "memory write through the API"; cli = "write + git add -A + git status + git commit" }
+    else { op = "turn: write + push"; cli = "the same + git push" }
   }
   printf "| %s | %s | %.2f ms | %.2f ms (%s) | %.3f (1/%.1f) |\n", op, repo, m, c, cli, r, 1/r
 }' "$out"
+echo
+echo "| scale | start-up | memory | idle |"
+echo "|---|---|---|---|"
+echo "$agents"
