@@ -129,6 +129,17 @@ func (d *Daemon) get(id string) *managed {
 	return d.agents[id]
 }
 
+// all snapshots the managed agents.
+func (d *Daemon) all() []*managed {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*managed, 0, len(d.agents))
+	for _, m := range d.agents {
+		out = append(out, m)
+	}
+	return out
+}
+
 // IDs lists the managed agents.
 func (d *Daemon) IDs() []string {
 	d.mu.Lock()
@@ -143,12 +154,7 @@ func (d *Daemon) IDs() []string {
 
 // Ready reports whether every agent finished its start-up sync.
 func (d *Daemon) Ready() bool {
-	d.mu.Lock()
-	all := make([]*managed, 0, len(d.agents))
-	for _, m := range d.agents {
-		all = append(all, m)
-	}
-	d.mu.Unlock()
+	all := d.all()
 	for _, m := range all {
 		m.mu.Lock()
 		r := m.ready
@@ -188,12 +194,7 @@ func (d *Daemon) guardReadOnly(m *managed, path, kind string) bool {
 }
 
 func (d *Daemon) pendingCommits() float64 {
-	d.mu.Lock()
-	all := make([]*managed, 0, len(d.agents))
-	for _, m := range d.agents {
-		all = append(all, m)
-	}
-	d.mu.Unlock()
+	all := d.all()
 	n := 0
 	for _, m := range all {
 		if a := m.agent(); a != nil {
@@ -210,11 +211,8 @@ func (d *Daemon) pendingCommits() float64 {
 func (d *Daemon) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
-	all := make([]*managed, 0, len(d.agents))
-	for _, m := range d.agents {
-		all = append(all, m)
-	}
 	d.mu.Unlock()
+	all := d.all()
 	close(d.pollStop)
 	d.watcher.close()
 	var wg sync.WaitGroup

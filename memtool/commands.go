@@ -206,6 +206,23 @@ func (t *Tool) readFile(shown, abs string) ([]byte, error) {
 	return data, nil
 }
 
+// readForEdit resolves a path to edit, reads the file, and refuses a
+// read-only block before any other answer about its content.
+func (t *Tool) readForEdit(p string) (string, []byte, error) {
+	rel, abs, err := t.resolve(p)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := t.readFile(p, abs)
+	if err != nil {
+		return "", nil, err
+	}
+	if blocks.IsReadOnly(rel, data) {
+		return "", nil, toolErr("%s is read-only and cannot be modified", p)
+	}
+	return rel, data, nil
+}
+
 func (t *Tool) strReplace(in Input) (string, error) {
 	oldStr, err := need(in.OldStr, "old_str", "str_replace")
 	if err != nil {
@@ -215,16 +232,9 @@ func (t *Tool) strReplace(in Input) (string, error) {
 	if in.NewStr != nil {
 		newStr = *in.NewStr
 	}
-	rel, abs, err := t.resolve(in.Path)
+	rel, data, err := t.readForEdit(in.Path)
 	if err != nil {
 		return "", err
-	}
-	data, err := t.readFile(in.Path, abs)
-	if err != nil {
-		return "", err
-	}
-	if blocks.IsReadOnly(rel, data) { // before any other answer about its content
-		return "", toolErr("%s is read-only and cannot be modified", in.Path)
 	}
 	content := string(data)
 	count := 0
@@ -307,16 +317,9 @@ func (t *Tool) insert(in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, abs, err := t.resolve(in.Path)
+	rel, data, err := t.readForEdit(in.Path)
 	if err != nil {
 		return "", err
-	}
-	data, err := t.readFile(in.Path, abs)
-	if err != nil {
-		return "", err
-	}
-	if blocks.IsReadOnly(rel, data) { // before any other answer about its content
-		return "", toolErr("%s is read-only and cannot be modified", in.Path)
 	}
 	lines := splitLines(string(data))
 	if line < 0 || line > len(lines) {
