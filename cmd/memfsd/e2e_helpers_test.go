@@ -1,10 +1,10 @@
 package main_test
 
 import (
-	"flag"
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
