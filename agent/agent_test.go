@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/testgit"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -22,15 +22,7 @@ const token = "tok-0123456789-secret"
 
 func git(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testgit.Run(tb, dir, args...)
 }
 
 // open opens an agent and closes it when the test ends.
@@ -237,9 +229,4 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 	git(t, bare, "fsck", "--strict")
 }
 
-func gitErrIn(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+func gitErrIn(dir string, args ...string) (string, error) { return testgit.Try(dir, args...) }

@@ -13,6 +13,7 @@ import (
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/testgit"
 )
 
 // The benchmarks run memfsd and the git CLI side by side, alternating one
@@ -29,19 +30,7 @@ func fixtureDir(tb testing.TB) string {
 	return dir
 }
 
-func cliEnv(dir string) []string {
-	return append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@memfsd.local",
-		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@memfsd.local", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-}
-
-func runCLI(tb testing.TB, dir string, args ...string) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = cliEnv(dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
+func runCLI(tb testing.TB, dir string, args ...string) { testgit.Run(tb, dir, args...) }
 
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)

@@ -3,7 +3,6 @@ package gitmem_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,33 +10,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/testgit"
 )
 
 const testToken = "s3cr3t-token-for-tests"
 
 var testAuthor = gitmem.Signature{Name: "agent-1", Email: "agent-1@memfsd.local"}
 
-// git runs the real git CLI in dir and returns its trimmed output.
 func git(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
-	out, err := gitErr(dir, args...)
-	if err != nil {
-		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return testgit.Run(tb, dir, args...)
 }
 
-func gitErr(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir,
-	)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+func gitErr(dir string, args ...string) (string, error) { return testgit.Try(dir, args...) }
 
 func remoteFor(srv *gitserver.Server, agent string) gitmem.Remote {
 	return gitmem.Remote{

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/testgit"
 )
 
 const token = "e2e-token-9f8e7d"
@@ -186,15 +187,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testgit.Run(t, dir, args...)
 }
 
 func commitCount(t testing.TB, dir, rev string) int {
@@ -206,11 +199,4 @@ func commitCount(t testing.TB, dir, rev string) int {
 func memDir(home, id string) string { return filepath.Join(home, "agents", id, "memory") }
 
 // gitTry runs git and returns its output and error without failing the test.
-func gitTry(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+func gitTry(dir string, args ...string) (string, error) { return testgit.Try(dir, args...) }

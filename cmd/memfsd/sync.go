@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -51,6 +52,10 @@ func newSyncCmd(g *globals) *cobra.Command {
 
 // syncFailed prints the class, the cause and the next step, and exits 1.
 func syncFailed(cmd *cobra.Command, err error) error {
+	if errors.Is(err, agent.ErrMassDeleteHeld) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", err)
+		return exitCode(1)
+	}
 	class := retry.ClassOf(err)
 	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %v\nnext step: %s\n", class, err, class.NextStep())
 	return exitCode(1)
