@@ -141,6 +141,14 @@ func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
 	}
 	fromLocal := newWalker(r.objs, local)
 	fromRemote := newWalker(r.objs, remote)
+	meets := func(w, other *walker) bool {
+		for _, h := range w.fresh {
+			if other.seen[h] {
+				return true
+			}
+		}
+		return false
+	}
 	for !fromLocal.done() || !fromRemote.done() {
 		if ok, err := fromLocal.step(); err != nil {
 			return 0, err
@@ -152,9 +160,10 @@ func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
 		} else if ok && fromRemote.seen[local] {
 			return Behind, nil
 		}
-	}
-	for h := range fromLocal.seen {
-		if fromRemote.seen[h] {
+		// The walks met below both tips: a common ancestor that is
+		// neither tip. (Misreading a rare merge-shaped "behind" as
+		// diverged is harmless: the replay then has nothing to replay.)
+		if meets(fromLocal, fromRemote) || meets(fromRemote, fromLocal) {
 			return Diverged, nil
 		}
 	}
@@ -167,6 +176,7 @@ type walker struct {
 	queue []plumbing.Hash
 	seen  map[plumbing.Hash]bool
 	order []plumbing.Hash
+	fresh []plumbing.Hash // commits first seen by the last step
 }
 
 func newWalker(objs *objectStore, start plumbing.Hash) *walker {
@@ -187,10 +197,12 @@ func (w *walker) step() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	w.fresh = w.fresh[:0]
 	for _, p := range c.ParentHashes {
 		if !w.seen[p] {
 			w.seen[p] = true
 			w.queue = append(w.queue, p)
+			w.fresh = append(w.fresh, p)
 		}
 	}
 	return true, nil

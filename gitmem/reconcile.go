@@ -116,8 +116,8 @@ func (r *Repo) rewritten(lastPushed, remote plumbing.Hash) bool {
 	if lastPushed.IsZero() || lastPushed == remote || !r.objs.has(lastPushed) {
 		return false
 	}
-	anc, err := r.ancestors(remote)
-	return err == nil && !anc[lastPushed]
+	ok, err := r.reaches(remote, lastPushed)
+	return err == nil && !ok
 }
 
 // backup keeps tip under refs/memfsd/backup/<unix-seconds>.

@@ -34,18 +34,83 @@ func IsConflictCopy(p string) bool {
 	return strings.Trim(hex, "0123456789abcdef") == ""
 }
 
-// ancestors walks the whole history of tip.
-func (r *Repo) ancestors(tip plumbing.Hash) (map[plumbing.Hash]bool, error) {
-	if tip.IsZero() {
-		return map[plumbing.Hash]bool{}, nil
-	}
-	w := newWalker(r.objs, tip)
-	for !w.done() {
-		if _, err := w.step(); err != nil {
+// localOnly lists local's first-parent chain back to (not including) the
+// first commit that remote's history contains, oldest first. It walks
+// remote's history breadth-first and local's chain in turns, so the cost
+// follows the distance to the merge base, not the length of the history.
+func (r *Repo) localOnly(local, remote plumbing.Hash) ([]*object.Commit, error) {
+	theirs := newWalker(r.objs, remote)
+	var chain []*object.Commit
+	inChain := map[plumbing.Hash]int{}
+	cut := -1 // index in chain of the first commit remote has
+	next := local
+	for cut < 0 {
+		progressed := false
+		if !next.IsZero() {
+			if theirs.seen[next] {
+				cut = len(chain)
+				break
+			}
+			c, err := r.objs.commit(next)
+			if err != nil {
+				return nil, err
+			}
+			inChain[next] = len(chain)
+			chain = append(chain, c)
+			next = plumbing.ZeroHash
+			if len(c.ParentHashes) > 0 {
+				next = c.ParentHashes[0]
+			}
+			progressed = true
+		}
+		if ok, err := theirs.step(); err != nil {
 			return nil, err
+		} else if ok {
+			progressed = true
+			for _, h := range theirs.fresh {
+				if i, ok := inChain[h]; ok && (cut < 0 || i < cut) {
+					cut = i
+				}
+			}
+		}
+		if !progressed {
+			break // both walks ended: unrelated, everything is local
 		}
 	}
-	return w.seen, nil
+	if cut >= 0 {
+		chain = chain[:cut]
+	}
+	slices.Reverse(chain)
+	return chain, nil
+}
+
+// reaches reports whether from's history contains target, walking back at
+// most until commits older than target by a day (clock skew allowance).
+func (r *Repo) reaches(from, target plumbing.Hash) (bool, error) {
+	tc, err := r.objs.commit(target)
+	if err != nil {
+		return false, err
+	}
+	floor := tc.Committer.When.Add(-24 * time.Hour)
+	w := newWalker(r.objs, from)
+	for !w.done() {
+		if w.seen[target] {
+			return true, nil
+		}
+		h := w.queue[0]
+		c, err := r.objs.commit(h)
+		if err != nil {
+			return false, err
+		}
+		if c.Committer.When.Before(floor) {
+			w.queue = w.queue[1:] // too old to lead to target
+			continue
+		}
+		if _, err := w.step(); err != nil {
+			return false, err
+		}
+	}
+	return w.seen[target], nil
 }
 
 // entryAt finds the file at p in tree (ok false when absent or a folder).
@@ -99,23 +164,10 @@ type replayResult struct {
 // objects are written: no ref moves here.
 func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 	res := replayResult{Head: remote}
-	theirs, err := r.ancestors(remote)
+	mine, err := r.localOnly(local, remote)
 	if err != nil {
 		return res, err
 	}
-	var mine []*object.Commit
-	for h := local; !h.IsZero() && !theirs[h]; {
-		c, err := r.objs.commit(h)
-		if err != nil {
-			return res, err
-		}
-		mine = append(mine, c)
-		if len(c.ParentHashes) == 0 {
-			break
-		}
-		h = c.ParentHashes[0]
-	}
-	slices.Reverse(mine)
 	tip := remote
 	tipTree, err := r.objs.commitTree(remote)
 	if err != nil {
