@@ -131,43 +131,53 @@ func demuxSideband(l *capability.List, rd io.Reader) io.Reader {
 // back at once, one commit each in turn, so the common cases (ahead or
 // behind by a few commits) cost what the difference costs, not the history.
 func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
+	rel, _, err := r.relateBase(local, remote)
+	return rel, err
+}
+
+// relateBase is relate that also returns, for Diverged, the commit where
+// the two walks met (the merge base of linear histories).
+func (r *Repo) relateBase(local, remote plumbing.Hash) (Relation, plumbing.Hash, error) {
 	switch {
 	case local == remote:
-		return Same, nil
+		return Same, local, nil
 	case local.IsZero():
-		return Behind, nil
+		return Behind, local, nil
 	case remote.IsZero():
-		return Ahead, nil
+		return Ahead, remote, nil
 	}
 	fromLocal := newWalker(r.objs, local)
 	fromRemote := newWalker(r.objs, remote)
-	meets := func(w, other *walker) bool {
+	meet := func(w, other *walker) (plumbing.Hash, bool) {
 		for _, h := range w.fresh {
 			if other.seen[h] {
-				return true
+				return h, true
 			}
 		}
-		return false
+		return plumbing.ZeroHash, false
 	}
 	for !fromLocal.done() || !fromRemote.done() {
 		if ok, err := fromLocal.step(); err != nil {
-			return 0, err
+			return 0, plumbing.ZeroHash, err
 		} else if ok && fromLocal.seen[remote] {
-			return Ahead, nil
+			return Ahead, remote, nil
 		}
 		if ok, err := fromRemote.step(); err != nil {
-			return 0, err
+			return 0, plumbing.ZeroHash, err
 		} else if ok && fromRemote.seen[local] {
-			return Behind, nil
+			return Behind, local, nil
 		}
 		// The walks met below both tips: a common ancestor that is
 		// neither tip. (Misreading a rare merge-shaped "behind" as
 		// diverged is harmless: the replay then has nothing to replay.)
-		if meets(fromLocal, fromRemote) || meets(fromRemote, fromLocal) {
-			return Diverged, nil
+		if h, ok := meet(fromLocal, fromRemote); ok {
+			return Diverged, h, nil
+		}
+		if h, ok := meet(fromRemote, fromLocal); ok {
+			return Diverged, h, nil
 		}
 	}
-	return Unrelated, nil
+	return Unrelated, plumbing.ZeroHash, nil
 }
 
 // walker visits a commit's ancestors breadth-first.

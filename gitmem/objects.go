@@ -39,7 +39,10 @@ type objectStore struct {
 	// commitTrees maps commits to their root trees: a write reads its
 	// parent's tree, which is nearly always the commit written before.
 	commitTrees map[plumbing.Hash]plumbing.Hash
-	spares      *spares
+	// commits caches decoded commits: history walks read the same ones
+	// over and over.
+	commits map[plumbing.Hash]*object.Commit
+	spares  *spares
 }
 
 // commitTree returns the root tree of commit h.
@@ -81,6 +84,7 @@ func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectSto
 		dir: filepath.Join(gitDir, "objects"), st: st, sync: sync, dirs: map[string]bool{},
 		present: map[plumbing.Hash]bool{}, fanout: map[string]bool{}, trees: map[plumbing.Hash]*object.Tree{},
 		commitTrees: map[plumbing.Hash]plumbing.Hash{},
+		commits:     map[plumbing.Hash]*object.Commit{},
 	}
 }
 
@@ -238,6 +242,9 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 
 // commit reads a commit.
 func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
+	if c, ok := s.commits[h]; ok {
+		return c, nil
+	}
 	c, err := object.GetCommit(s.st, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		s.st.ObjectStorage.Reindex()
@@ -247,6 +254,10 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 		return nil, fmt.Errorf("read commit %s: %w", h, err)
 	}
 	s.rememberCommit(h, c.TreeHash)
+	if len(s.commits) >= objectCacheMax {
+		clear(s.commits)
+	}
+	s.commits[h] = c
 	return c, nil
 }
 

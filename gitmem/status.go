@@ -40,7 +40,7 @@ func (r *Repo) Status() (Status, error) {
 
 // aheadBehind counts the commits on each side only.
 func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, error) {
-	rel, err := r.relate(local, remote)
+	rel, base, err := r.relateBase(local, remote)
 	if err != nil {
 		return rel, 0, 0, err
 	}
@@ -72,8 +72,17 @@ func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, err
 	case Behind:
 		b, err := only(remote, local)
 		return rel, 0, len(b), err
+	case Diverged:
+		// Count each side down to where the walks met: exact for the
+		// linear histories memfsd makes, and it costs the divergence.
+		a, err := only(local, base)
+		if err != nil {
+			return rel, 0, 0, err
+		}
+		b, err := only(remote, base)
+		return rel, len(a), len(b), err
 	}
-	// Diverged or unrelated: whole histories, then the difference.
+	// Unrelated: whole histories, then the difference.
 	a, err := only(local, plumbing.ZeroHash)
 	if err != nil {
 		return rel, 0, 0, err

@@ -10,4 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export MEMFSD_CHAOS_WRITES=${WRITES:-5000}
 [ -n "${SEED:-}" ] && export MEMFSD_CHAOS_SEED=$SEED
+# The long run uses the binary people deploy; CI's short run (go test) runs
+# the daemons under the race detector. RACE=1 keeps it for the long run too.
+[ "${RACE:-0}" = 1 ] || export MEMFSD_NORACE=1
 go test -count=1 -run '^TestChaos$' -v -timeout 120m ./cmd/memfsd/ 2>&1 | grep -E '^CHAOS|chaos:|--- (PASS|FAIL)|^(ok|FAIL)'

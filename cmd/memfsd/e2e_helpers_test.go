@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	// binary people deploy.
 	flag.Parse()
 	args := []string{"build", "-race", "-o", binPath, "."}
-	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+	if f := flag.Lookup("test.bench"); (f != nil && f.Value.String() != "") || os.Getenv("MEMFSD_NORACE") == "1" {
 		args = []string{"build", "-o", binPath, "."}
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
