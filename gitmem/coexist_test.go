@@ -1,6 +1,7 @@
 package gitmem_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -98,4 +99,33 @@ func TestRepo_CoexistsWithGitCLI(t *testing.T) {
 	if len(cliOK) == 0 {
 		t.Fatal("no CLI commit got through: the test proves nothing")
 	}
+}
+
+// TestRepo_SurvivesGitGC: a person's `git gc` packs our loose objects and
+// removes their fanout folders; later writes, pushes and fetches go on.
+func TestRepo_SurvivesGitGC(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "gc")
+	for i := 0; i < 20; i++ {
+		p := fmt.Sprintf("n%02d.md", i)
+		writeFile(t, r.Dir, p, fmt.Sprintf("note %d\n", i))
+		if _, err := r.CommitWrite([]string{p}, "memory: create "+p); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 4 {
+			git(t, r.Dir, "gc", "-q", "--prune=now")
+		}
+	}
+	if _, err := r.Push(context.Background()); err != nil {
+		t.Fatalf("push after gc: %v", err)
+	}
+	writeFile(t, r.Dir, "n00.md", "changed after gc\n")
+	if _, err := r.CommitWrite([]string{"n00.md"}, "memory: update n00.md"); err != nil {
+		t.Fatalf("commit after gc: %v", err)
+	}
+	if _, err := r.Push(context.Background()); err != nil {
+		t.Fatalf("second push after gc: %v", err)
+	}
+	checkClean(t, r.Dir)
+	git(t, srv.RepoDir("gc"), "fsck", "--strict")
 }

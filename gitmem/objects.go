@@ -116,7 +116,12 @@ func (s *objectStore) has(h plumbing.Hash) bool {
 		s.remember(h, nil)
 		return true
 	}
-	if s.st.HasEncodedObject(h) == nil {
+	err := s.st.HasEncodedObject(h)
+	if err != nil {
+		s.st.ObjectStorage.Reindex() // the git CLI may have packed it
+		err = s.st.HasEncodedObject(h)
+	}
+	if err == nil {
 		s.remember(h, nil)
 		return true
 	}
@@ -178,6 +183,14 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// `git gc` packed the loose objects and removed the fanout
+			// folder we knew: make it again.
+			delete(s.fanout, dir)
+			if err = os.MkdirAll(dir, 0o755); err == nil {
+				err = os.Rename(tmp, path)
+			}
+		}
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -264,6 +277,10 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 // blob reads a blob's content.
 func (s *objectStore) blob(h plumbing.Hash) ([]byte, error) {
 	b, err := object.GetBlob(s.st, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		s.st.ObjectStorage.Reindex()
+		b, err = object.GetBlob(s.st, h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read blob %s: %w", h, err)
 	}
