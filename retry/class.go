@@ -144,7 +144,7 @@ func classify(err error) (Class, time.Duration) {
 	var ne net.Error
 	var ue2 *url.Error
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+	case errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return ClassRetryable, 0
 	case errors.As(err, &ne) && ne.Timeout():
@@ -159,7 +159,7 @@ func classify(err error) (Class, time.Duration) {
 			return ClassNonFastForward, 0
 		}
 	}
-	for _, s := range []string{"connection reset", "connection refused", "unexpected EOF", "broken pipe"} {
+	for _, s := range []string{"connection reset", "connection refused", "unexpected EOF", "broken pipe", "use of closed network connection"} {
 		if strings.Contains(msg, s) {
 			return ClassRetryable, 0
 		}

@@ -13,4 +13,4 @@ export MEMFSD_CHAOS_WRITES=${WRITES:-5000}
 # The long run uses the binary people deploy; CI's short run (go test) runs
 # the daemons under the race detector. RACE=1 keeps it for the long run too.
 [ "${RACE:-0}" = 1 ] || export MEMFSD_NORACE=1
-go test -count=1 -run '^TestChaos$' -v -timeout 120m ./cmd/memfsd/ 2>&1 | grep -E '^CHAOS|chaos:|--- (PASS|FAIL)|^(ok|FAIL)'
+go test -count=1 -run '^TestChaos$' -v -timeout 120m ./cmd/memfsd/ 2>&1 | grep -E '^CHAOS|chaos_test.go|--- (PASS|FAIL)|^(ok|FAIL)'

@@ -120,12 +120,25 @@ func TestChaos(t *testing.T) {
 	}
 	bare := srv.RepoDir(id)
 	all := git(t, bare, "grep", "-h", "tok-", "main", "--")
-	lost := 0
+	// A token missing from the final tree must at least be in the remote's
+	// history: a later direct write can legitimately edit it away (the test
+	// appends to shared files with read-modify-write, racing the syncs that
+	// rewrite them, as any editor would).
+	var history string
+	lost, editedAway := 0, 0
 	for _, tok := range must {
-		if !strings.Contains(all, tok) {
-			lost++
-			t.Errorf("token %s lost", tok)
+		if strings.Contains(all, tok) {
+			continue
 		}
+		if history == "" {
+			history = git(t, bare, "log", "-p", "--all", "--format=%H")
+		}
+		if strings.Contains(history, tok) {
+			editedAway++
+			continue
+		}
+		lost++
+		t.Errorf("token %s lost", tok)
 	}
 	fsck := "clean"
 	if out, err := gitTry(bare, "fsck", "--strict"); err != nil {
@@ -137,9 +150,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	copies := strings.Count(git(t, bare, "ls-tree", "-r", "--name-only", "main"), ".conflict-")
-	t.Logf("chaos: seed %d, %s, writes %d (tool %d, direct %d, person %d), turns %d, faults %d, kills %d, conflict copies %d, converged %v, lost %d, fsck %s",
-		seed, time.Since(start).Round(time.Second), len(must), toolWrites, directWrites, personCommits, turns, faults, kills, copies, converged, lost, fsck)
-	fmt.Printf("CHAOS writes=%d faults=%d kills=%d lost=%d fsck=%s converged=%v seed=%d\n", len(must), faults, kills, lost, fsck, converged, seed)
+	t.Logf("chaos: seed %d, %s, writes %d (tool %d, direct %d, person %d), turns %d, faults %d, kills %d, conflict copies %d, converged %v, edited away by a later write %d, lost %d, fsck %s",
+		seed, time.Since(start).Round(time.Second), len(must), toolWrites, directWrites, personCommits, turns, faults, kills, copies, converged, editedAway, lost, fsck)
+	fmt.Printf("CHAOS writes=%d faults=%d kills=%d edited_away=%d lost=%d fsck=%s converged=%v seed=%d\n", len(must), faults, kills, editedAway, lost, fsck, converged, seed)
 	if fsck != "clean" || !converged {
 		t.Fatalf("fsck %s, converged %v", fsck, converged)
 	}
