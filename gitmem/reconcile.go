@@ -44,6 +44,16 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var res ReconcileResult
+	// The common turn: we only added commits on top of what we last saw on
+	// the remote. Push straight away (the push checks the remote tip and
+	// swaps it atomically); fetch only when that is refused. Two requests
+	// instead of four.
+	if pr, ok, err := r.pushIfOnlyAhead(ctx); err != nil {
+		return res, fmt.Errorf("push: %w", err)
+	} else if ok {
+		res.Relation, res.Pushed, res.Head = Ahead, pr.Commits, pr.Head
+		return res, nil
+	}
 	for round := 0; round < DefaultPushRounds; round++ {
 		lastPushed, err := r.RemoteHead()
 		if err != nil {
@@ -108,6 +118,31 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		r.log.Info("another writer pushed first; integrating again", "round", round+1)
 	}
 	return res, fmt.Errorf("push: %w (still losing the race after %d rounds)", ErrNonFastForward, DefaultPushRounds)
+}
+
+// pushIfOnlyAhead pushes when local only adds commits to the last known
+// remote tip. ok false (and no error) means: integrate first, because the
+// remote moved or local is not simply ahead.
+func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
+	lastPushed, err := r.RemoteHead()
+	if err != nil || lastPushed.IsZero() {
+		return PushResult{}, false, err
+	}
+	local, err := r.Head()
+	if err != nil || local == lastPushed {
+		return PushResult{}, false, err
+	}
+	if rel, err := r.relate(local, lastPushed); err != nil || rel != Ahead {
+		return PushResult{}, false, err
+	}
+	pr, err := r.push(ctx)
+	switch {
+	case err == nil:
+		return pr, true, nil
+	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err):
+		return PushResult{}, false, nil
+	}
+	return pr, false, err
 }
 
 // rewritten reports whether the remote no longer holds the commit we last

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -63,6 +64,9 @@ type Repo struct {
 	spares *spares
 	owner  *os.File // shared flock: see claim
 	log    *slog.Logger
+
+	flat     map[string]object.TreeEntry // files of flatTree (see flattenCommit)
+	flatTree plumbing.Hash
 }
 
 // Close stops the repo's background work (refilling spare files).

@@ -137,13 +137,25 @@ func (r *Repo) workHash(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.
 	return blobHash(data), mode, err
 }
 
-// flattenCommit fills files with every blob of the commit's tree.
+// flattenCommit fills files with every blob of the commit's tree. The last
+// tree flattened is kept: status, the turn's answer and the mass-delete
+// guard all ask for HEAD's files, and HEAD rarely moves between them.
 func (r *Repo) flattenCommit(h plumbing.Hash, files map[string]object.TreeEntry) error {
-	c, err := r.objs.commit(h)
+	tree, err := r.objs.commitTree(h)
 	if err != nil {
 		return err
 	}
-	return r.flattenTree(c.TreeHash, "", files)
+	if tree != r.flatTree || r.flat == nil {
+		flat := make(map[string]object.TreeEntry, len(r.flat))
+		if err := r.flattenTree(tree, "", flat); err != nil {
+			return err
+		}
+		r.flat, r.flatTree = flat, tree
+	}
+	for p, e := range r.flat {
+		files[p] = e
+	}
+	return nil
 }
 
 func (r *Repo) flattenTree(h plumbing.Hash, prefix string, files map[string]object.TreeEntry) error {
