@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -59,6 +60,7 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 		ignore = gitignore.NewMatcher(ps)
 	}
 	var dirty []DirtyPath
+	var stale []string
 	seen := make(map[string]bool, len(tracked))
 	err = filepath.WalkDir(r.Dir, func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -85,9 +87,12 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 			return nil
 		}
 		seen[rel] = true
-		h, mode, err := r.workHash(rel, abs, ix)
+		h, mode, fromIndex, err := r.workHashStat(rel, abs, ix)
 		if err != nil {
 			return err
+		}
+		if e, ok := ix.lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
+			stale = append(stale, rel) // same content, stale stat: refresh below
 		}
 		switch {
 		case !isTracked:
@@ -106,35 +111,88 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 		}
 	}
 	slices.SortFunc(dirty, func(a, b DirtyPath) int { return strings.Compare(a.Path, b.Path) })
+	if len(stale) > 0 {
+		r.refreshIndex(stale)
+	}
 	return dirty, nil
+}
+
+// refreshIndex records the current stat of files whose content matches
+// their index entry, as `git status` does, so the next scan need not read
+// them again. It is an optimisation: when the index is locked it is skipped.
+func (r *Repo) refreshIndex(paths []string) {
+	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), 0, r.spares)
+	if err != nil {
+		return
+	}
+	defer lk.rollback()
+	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	if err != nil {
+		return
+	}
+	now := time.Now().Unix()
+	changed := 0
+	for _, p := range paths {
+		e, ok := ix.lookup(p)
+		if !ok {
+			continue
+		}
+		f, err := r.readWorkFile(p)
+		if err != nil || f == nil || f.st == nil || f.st.Mtim.Sec >= now {
+			continue // gone, or racy: leave it to be checked again
+		}
+		if blobHash(f.data) != e.Hash || f.mode != e.Mode {
+			continue
+		}
+		ix.set(p, e.Hash, e.Mode, f.st)
+		changed++
+	}
+	if changed == 0 {
+		return
+	}
+	skip := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		skip[p] = true
+	}
+	ix.smudgeRacy(skip)
+	if lk.write(ix.encode(), false) == nil {
+		_ = lk.commit()
+	}
 }
 
 // workHash is the blob id and mode of a work-tree file, taken from the index
 // when its stat still matches.
 func (r *Repo) workHash(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.FileMode, error) {
+	h, mode, _, err := r.workHashStat(rel, abs, ix)
+	return h, mode, err
+}
+
+// workHashStat is workHash that also says whether the index's stat vouched
+// for the file (no read needed).
+func (r *Repo) workHashStat(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.FileMode, bool, error) {
 	fi, err := os.Lstat(abs)
 	if err != nil {
-		return plumbing.ZeroHash, 0, err
+		return plumbing.ZeroHash, 0, false, err
 	}
 	mode := filemode.Regular
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
 		mode = filemode.Symlink
 	case !fi.Mode().IsRegular():
-		return plumbing.ZeroHash, 0, nil
+		return plumbing.ZeroHash, 0, false, nil
 	case fi.Mode()&0o111 != 0:
 		mode = filemode.Executable
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	if e, ok := ix.lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.mtime) {
-		return e.Hash, mode, nil
+		return e.Hash, mode, true, nil
 	}
 	if mode == filemode.Symlink {
 		t, err := os.Readlink(abs)
-		return blobHash([]byte(t)), mode, err
+		return blobHash([]byte(t)), mode, false, err
 	}
 	data, err := os.ReadFile(abs)
-	return blobHash(data), mode, err
+	return blobHash(data), mode, false, err
 }
 
 // flattenCommit fills files with every blob of the commit's tree. The last
