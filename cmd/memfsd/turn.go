@@ -32,7 +32,9 @@ func newTurnCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), string(res))
 			if code >= 400 {
-				return fmt.Errorf("turn %s: daemon answered %d", id, code)
+				// The answer (printed) says what went wrong; the exit code is
+				// reserved for an unreachable daemon (SPEC §5).
+				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: turn %s: daemon answered %d\n", id, code)
 			}
 			return nil
 		},
