@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -153,5 +152,3 @@ func Listen(addr string) (net.Listener, error) {
 	}
 	return l, nil
 }
-
-var errNotImplemented = errors.New("not implemented yet")

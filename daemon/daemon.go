@@ -166,8 +166,6 @@ func (d *Daemon) Ready() bool {
 	return true
 }
 
-func (d *Daemon) readyChanged() {}
-
 // watch starts watching an agent's folder.
 func (d *Daemon) watch(m *managed) {
 	d.watcher.add(m, d.cfg.MemoryDir(m.id))

@@ -69,7 +69,6 @@ func (m *managed) startup() {
 		m.mu.Lock()
 		m.ready = true
 		m.mu.Unlock()
-		m.d.readyChanged()
 	}()
 	if err := m.open(); err != nil {
 		return

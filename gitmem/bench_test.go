@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/sidebyside"
 	"github.com/memfsd/memfsd/internal/testgit"
 )
 
@@ -31,19 +31,6 @@ func fixtureDir(tb testing.TB) string {
 }
 
 func runCLI(tb testing.TB, dir string, args ...string) { testgit.Run(tb, dir, args...) }
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func report(b *testing.B, ours, cli []time.Duration) {
-	mo, mc := median(ours), median(cli)
-	b.ReportMetric(float64(mo.Microseconds())/1000, "memfsd-ms")
-	b.ReportMetric(float64(mc.Microseconds())/1000, "cli-ms")
-	b.ReportMetric(float64(mo)/float64(mc), "ratio")
-}
 
 var commitSizes = []struct{ files, commits int }{{1000, 10000}, {10000, 2000}}
 
@@ -91,7 +78,7 @@ func BenchmarkCommitWrite(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				report(b, ours, cli)
+				sidebyside.Report(b, ours, cli)
 				checkClean(b, memDir)
 			})
 		}
@@ -145,7 +132,7 @@ func BenchmarkPush(b *testing.B) {
 				ours, cli = append(ours, t1.Sub(t0)), append(cli, t2.Sub(t1))
 			}
 			b.StopTimer()
-			report(b, ours, cli)
+			sidebyside.Report(b, ours, cli)
 		})
 	}
 }
@@ -179,5 +166,5 @@ func BenchmarkClone(b *testing.B) {
 		ours, cli = append(ours, t1.Sub(t0)), append(cli, t2.Sub(t1))
 	}
 	b.StopTimer()
-	report(b, ours, cli)
+	sidebyside.Report(b, ours, cli)
 }

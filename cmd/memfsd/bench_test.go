@@ -5,12 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/sidebyside"
 )
 
 // These benchmarks run the built daemon and the git CLI side by side,
@@ -38,19 +38,6 @@ func cli(b *testing.B, dir string, args ...string) {
 	if out, err := gitTry(dir, args...); err != nil {
 		b.Fatalf("git %v: %v %s", args, err, out)
 	}
-}
-
-func medianOf(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func reportPair(b *testing.B, ours, theirs []time.Duration) {
-	mo, mc := medianOf(ours), medianOf(theirs)
-	b.ReportMetric(float64(mo.Microseconds())/1000, "memfsd-ms")
-	b.ReportMetric(float64(mc.Microseconds())/1000, "cli-ms")
-	b.ReportMetric(float64(mo)/float64(mc), "ratio")
 }
 
 // BenchmarkAPIWrite: a memory write end to end through the API (create a
@@ -111,7 +98,7 @@ func benchWrites(b *testing.B, push bool) {
 				}
 			}
 			b.StopTimer()
-			reportPair(b, ours, theirs)
+			sidebyside.Report(b, ours, theirs)
 		})
 	}
 }
