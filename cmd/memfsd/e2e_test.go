@@ -233,3 +233,25 @@ func TestRun_PersonRevertsWhileDaemonRuns(t *testing.T) {
 		t.Fatal("wrong.md still on the remote")
 	}
 }
+
+func TestRun_EditorRenameIsOneWrite(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "ed")
+	dir := memDir(home, "ed")
+	before := commitCount(t, dir, "HEAD")
+	tmp := filepath.Join(dir, ".note.md.swp")
+	os.WriteFile(tmp, []byte("drafted in an editor\n"), 0o600)
+	os.Rename(tmp, filepath.Join(dir, "note.md"))
+	waitFor(t, 10*time.Second, "commit", func() bool { return commitCount(t, dir, "HEAD") > before })
+	p.turn("ed") // flushes anything still pending
+	if n := commitCount(t, dir, "HEAD") - before; n != 1 {
+		t.Fatalf("%d commits for one editor save, want 1: %s", n, git(t, dir, "log", "--format=%s", "-3"))
+	}
+	if got := git(t, dir, "log", "-1", "--format=%s"); got != "memory: create note.md" {
+		t.Fatalf("commit = %q", got)
+	}
+	if files := git(t, dir, "ls-tree", "--name-only", "HEAD"); strings.Contains(files, "swp") {
+		t.Fatalf("temp file committed: %s", files)
+	}
+}
