@@ -3,15 +3,22 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
 
-// status reads the agent's repo and combines it with the daemon's record of
-// errors, held deletions and rejected writes.
-func (m *managed) status() Status {
+// status reads the agent's repo, scanning the work tree for dirty paths,
+// and combines it with the daemon's record of errors, held deletions and
+// rejected writes.
+func (m *managed) status() Status { return m.statusOf(true) }
+
+// statusOf with scan false takes the dirty paths from the watcher's pending
+// writes instead of walking the work tree: the turn's answer, whose cost
+// must not grow with the number of files.
+func (m *managed) statusOf(scan bool) Status {
 	cfg := m.d.cfg
 	st := Status{
 		Agent:     m.id,
@@ -34,6 +41,10 @@ func (m *managed) status() Status {
 		st.LastPushAt = &t
 	}
 	held := append([]string(nil), m.held...)
+	pending := make([]string, 0, len(m.pending))
+	for p := range m.pending {
+		pending = append(pending, p)
+	}
 	st.ReadOnlyRejected = append([]string(nil), m.rejected...)
 	m.mu.Unlock()
 
@@ -41,18 +52,19 @@ func (m *managed) status() Status {
 	if a != nil {
 		if _, err := os.Stat(filepath.Join(a.Repo.GitDir, "HEAD")); err != nil {
 			repoErr = true
-		} else if rs, err := a.Repo.Status(); err == nil {
+		} else if rs, err := repoStatus(a.Repo, scan); err == nil {
 			st.Head, st.RemoteHead = hashString(rs.Head), hashString(rs.RemoteHead)
 			st.Ahead, st.Behind = rs.Ahead, rs.Behind
-			for _, d := range rs.Dirty {
-				st.Dirty = append(st.Dirty, d.Path)
-			}
-			if files, err := a.Repo.TrackedFiles(); err == nil {
-				for _, f := range files {
-					if gitmem.IsConflictCopy(f) {
-						st.Conflicts = append(st.Conflicts, f)
-					}
+			if scan {
+				for _, d := range rs.Dirty {
+					st.Dirty = append(st.Dirty, d.Path)
 				}
+			} else {
+				slices.Sort(pending)
+				st.Dirty = append(st.Dirty, pending...)
+			}
+			if c, err := a.Repo.ConflictCopies(); err == nil && c != nil {
+				st.Conflicts = c
 			}
 			if b, err := a.Repo.Backups(); err == nil && b != nil {
 				st.Backups = b
@@ -74,6 +86,13 @@ func (m *managed) status() Status {
 	}
 	st.State = stateOf(st, a == nil || repoErr)
 	return st
+}
+
+func repoStatus(r *gitmem.Repo, scan bool) (gitmem.Status, error) {
+	if scan {
+		return r.Status()
+	}
+	return r.Position()
 }
 
 func stateOf(st Status, broken bool) string {

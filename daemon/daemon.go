@@ -196,7 +196,7 @@ func (d *Daemon) pendingCommits() float64 {
 	n := 0
 	for _, m := range all {
 		if a := m.agent(); a != nil {
-			if st, err := a.Repo.Status(); err == nil {
+			if st, err := a.Repo.Position(); err == nil {
 				n += st.Ahead
 			}
 		}

@@ -179,7 +179,7 @@ func (m *managed) turnOnce() TurnResult {
 	if err != nil {
 		tr.Error = err.Error()
 	}
-	tr.Status = m.status()
+	tr.Status = m.statusOf(false)
 	return tr
 }
 

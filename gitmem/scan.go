@@ -271,6 +271,27 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 	return "", nil
 }
 
+// ConflictCopies lists the conflict copies in HEAD.
+func (r *Repo) ConflictCopies() ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	if err := r.flattenCommit(head, map[string]object.TreeEntry{}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for p := range r.flat {
+		if IsConflictCopy(p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // TrackedFiles lists the files in HEAD.
 func (r *Repo) TrackedFiles() ([]string, error) {
 	r.mu.Lock()

@@ -38,6 +38,25 @@ func (r *Repo) Status() (Status, error) {
 	return st, nil
 }
 
+// Position is Status without the work-tree scan: head, remote head and how
+// far apart they are. It costs the divergence, not the number of files.
+func (r *Repo) Position() (Status, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var st Status
+	var err error
+	if st.Head, err = r.Head(); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	if st.RemoteHead, err = r.RemoteHead(); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	if st.Relation, st.Ahead, st.Behind, err = r.aheadBehind(st.Head, st.RemoteHead); err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	return st, nil
+}
+
 // aheadBehind counts the commits on each side only.
 func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, error) {
 	rel, base, err := r.relateBase(local, remote)
