@@ -27,10 +27,13 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
+		// The list reads each branch's position but does not walk every
+		// work tree (a daemon may hold a thousand); dirty is the watcher's
+		// view. GET .../status scans.
 		out := []Status{}
 		for _, id := range d.IDs() {
 			if m := d.get(id); m != nil {
-				out = append(out, m.status())
+				out = append(out, m.statusOf(false))
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
