@@ -72,6 +72,9 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 // committed version is put back and the rejected bytes are kept under
 // .git/memfsd/rejected/. It reports whether the write was undone.
 func (a *Agent) GuardDirectWrite(rel string) (bool, error) {
+	if !blocks.MayBeReadOnly(rel) {
+		return false, nil
+	}
 	head, inHead, err := a.Repo.HeadFile(rel)
 	if err != nil {
 		return false, err

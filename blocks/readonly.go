@@ -20,10 +20,20 @@ func IsReadOnly(rel string, content []byte) bool {
 	return IsReadOnlyPath(rel) || (strings.HasSuffix(rel, ".md") && ReadOnlyFlag(content))
 }
 
+// MayBeReadOnly reports whether rel can be read-only at all: a fixed block,
+// or a .md file (front matter counts only there). Other paths need no
+// content check, which keeps a direct write's commit from reading HEAD.
+func MayBeReadOnly(rel string) bool {
+	return IsReadOnlyPath(rel) || strings.HasSuffix(rel, ".md")
+}
+
 // CheckAgentWrite decides whether the agent may replace old (nil: the file
 // does not exist) with new (nil: delete) at rel. It refuses writes to
 // read-only blocks and any change of the read_only key.
 func CheckAgentWrite(rel string, old, new []byte) error {
+	if !MayBeReadOnly(rel) {
+		return nil
+	}
 	if old != nil && new != nil && bytes.Equal(old, new) {
 		return nil // no change
 	}

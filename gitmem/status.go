@@ -21,16 +21,9 @@ type Status struct {
 func (r *Repo) Status() (Status, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var st Status
-	var err error
-	if st.Head, err = r.Head(); err != nil {
-		return st, fmt.Errorf("status: %w", err)
-	}
-	if st.RemoteHead, err = r.RemoteHead(); err != nil {
-		return st, fmt.Errorf("status: %w", err)
-	}
-	if st.Relation, st.Ahead, st.Behind, err = r.aheadBehind(st.Head, st.RemoteHead); err != nil {
-		return st, fmt.Errorf("status: %w", err)
+	st, err := r.position()
+	if err != nil {
+		return st, err
 	}
 	if st.Dirty, err = r.dirtyPaths(); err != nil {
 		return st, fmt.Errorf("status: %w", err)
@@ -43,6 +36,10 @@ func (r *Repo) Status() (Status, error) {
 func (r *Repo) Position() (Status, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.position()
+}
+
+func (r *Repo) position() (Status, error) {
 	var st Status
 	var err error
 	if st.Head, err = r.Head(); err != nil {
