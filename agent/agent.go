@@ -225,8 +225,3 @@ func countCreates(dirty []gitmem.DirtyPath) int {
 	}
 	return n
 }
-
-// IsBadInput reports whether err is the caller's mistake (bad id or path).
-func IsBadInput(err error) bool {
-	return errors.Is(err, ErrBadID) || errors.Is(err, gitmem.ErrBadPath)
-}

@@ -158,27 +158,3 @@ func sanitizeSig(s string) string {
 		return r
 	}, strings.TrimSpace(s))
 }
-
-// CommitPending commits every path the work tree has that HEAD lacks (new,
-// changed, deleted), one commit per file, with the message message(path)
-// gives. It returns the commits made.
-func (r *Repo) CommitPending(message func(DirtyPath) string) ([]plumbing.Hash, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	dirty, err := r.dirtyPaths()
-	if err != nil {
-		return nil, fmt.Errorf("commit pending: %w", err)
-	}
-	var made []plumbing.Hash
-	for _, d := range dirty {
-		h, err := r.commitPaths([]string{d.Path}, message(d), time.Now())
-		if errors.Is(err, ErrNothingToCommit) {
-			continue
-		}
-		if err != nil {
-			return made, fmt.Errorf("commit pending %s: %w", d.Path, err)
-		}
-		made = append(made, h)
-	}
-	return made, nil
-}
