@@ -8,220 +8,255 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-
-	"github.com/go-git/go-git/v5/plumbing"
+	"sync"
+	"time"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
 
-// Agent is one agent's memory folder and its remote.
+// Defaults of an agent's settings.
+const (
+	DefaultDebounce = 150 * time.Millisecond
+	// maxDelay bounds how long a burst of writes can postpone its commits.
+	maxDelay = 2 * time.Second
+	// DefaultCloneRetry is how often a never-cloned agent tries again.
+	DefaultCloneRetry = 30 * time.Second
+)
+
+// Hooks tell the process (metrics) what an agent did; nil fields are
+// ignored. They are called from the agent's goroutines and must not block.
+type Hooks struct {
+	Committed func(n int)
+	Pulled    func()
+	Failed    func(class retry.Class)
+	Turned    func(outcome string, took time.Duration)
+}
+
+// Agent owns one agent: its repository, its pending writes, the commit
+// pipeline, the sync loop and its state. New starts nothing; Open opens the
+// work tree and, with Background, starts the agent's two goroutines (the
+// commit loop and the sync loop); Close stops them, commits what is pending
+// and pushes once, bounded by its context.
 type Agent struct {
-	ID   string
-	Repo *gitmem.Repo
-	cfg  *Config
-	log  *slog.Logger
+	ID string
+
+	// Settings, read at Open.
+	Background   bool          // run the commit and sync loops (the daemon)
+	Debounce     time.Duration // quiet time before a direct write is committed
+	PullInterval time.Duration // fetch between turns; 0 = off
+	// StartSlots, when set, bounds agents doing their start-up network
+	// sync at once (shared by the daemon's agents).
+	StartSlots chan struct{}
+	// ScanSlots, when set, bounds full rescans running at once.
+	ScanSlots chan struct{}
+	// OnReady is called once the work tree is usable (opened or cloned):
+	// the daemon starts watching it then, before the start-up sync.
+	OnReady func()
+	Hooks   Hooks
+
+	cfg *Config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// writeMu serialises the pipeline's commits with memory-tool calls and
+	// operator block changes (local steps only, never the network).
+	writeMu sync.Mutex
+
+	mu        sync.Mutex
+	repo      *gitmem.Repo // nil until opened or cloned
+	pending   map[string]bool
+	firstSeen time.Time
+	lastErr   *LastError
+	lastPush  time.Time
+	lastSync  time.Time
+	polling   bool
+
+	flushTimer *time.Timer
+	rescanC    chan struct{}
+
+	// Turn coalescing: a turn waits for the first sync that starts after
+	// it arrived; turns arriving during a sync share the next one.
+	kick     chan struct{}
+	started  int
+	finished int
+	last     TurnResult
+	done     *sync.Cond
 }
 
-// SyncResult says what a sync did.
-type SyncResult struct {
-	Pulled    bool // fast-forwarded to commits from elsewhere
-	Committed int  // commits made from uncommitted files
-	Pushed    int  // commits sent to the remote
-	Head      plumbing.Hash
-	Replayed  int      // local commits rebuilt on the remote tip
-	Conflicts []string // conflict copies made (recovery)
-	Backup    string   // backup ref made before a restore
-	Held      []string // deletions held by the mass-delete guard
-	Attempts  int      // sync attempts (retries + 1)
-	LastClass retry.Class
-}
-
-// Open clones the agent's remote into its memory folder on first use (an
-// empty remote gets the default blocks as its first commit) or opens the
-// folder that is there. It does not pull: Sync does.
-func Open(ctx context.Context, cfg *Config, id string) (*Agent, error) {
+// New makes the agent id over cfg (validated). It starts nothing.
+func New(cfg *Config, id string) (*Agent, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	if err := cfg.ensurePrivateDirs(id); err != nil {
-		return nil, fmt.Errorf("open %s: %w", id, err)
-	}
-	log := cfg.Logger.With("agent", id)
-	opts := gitmem.Options{Author: cfg.author(id), NoSync: cfg.NoFsync, LockWait: cfg.LockWait, Logger: log}
-	repo, err := gitmem.Clone(ctx, cfg.MemoryDir(id), cfg.remote(id), opts)
-	if err != nil {
-		return nil, retry.Wrap("clone "+id, err)
-	}
-	a := &Agent{ID: id, Repo: repo, cfg: cfg, log: log}
-	if err := a.initialiseIfEmpty(ctx); err != nil {
-		repo.Close()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	a := &Agent{
+		ID:       id,
+		Debounce: DefaultDebounce,
+		cfg:      cfg,
+		log:      cfg.Logger.With("agent", id),
+		pending:  map[string]bool{},
+		rescanC:  make(chan struct{}, 1),
+		kick:     make(chan struct{}, 1),
+	}
+	a.done = sync.NewCond(&a.mu)
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a, nil
 }
 
-// initialiseIfEmpty gives an unborn branch the default blocks and pushes it.
-func (a *Agent) initialiseIfEmpty(ctx context.Context) error {
-	head, err := a.Repo.Head()
-	if err != nil || !head.IsZero() {
+// Open makes the agent's folders private and opens its work tree. Without
+// Background it clones on first use (an empty remote gets the default
+// blocks) and returns; nothing runs behind the caller's back. With
+// Background an existing work tree is opened at once (ready, OnReady
+// called: watched before any network step) and the loops start: the sync
+// loop clones a never-cloned agent, then runs the start-up sync.
+func (a *Agent) Open(ctx context.Context) error {
+	if err := a.cfg.ensurePrivateDirs(a.ID); err != nil {
+		return fmt.Errorf("open %s: %w", a.ID, err)
+	}
+	if !a.Background {
+		return a.ensureRepo(ctx)
+	}
+	if a.Debounce <= 0 {
+		a.Debounce = DefaultDebounce
+	}
+	a.flushTimer = time.NewTimer(time.Hour)
+	a.flushTimer.Stop()
+	if repo, err := gitmem.Open(a.Dir(), a.cfg.remote(a.ID), a.repoOptions()); err == nil {
+		a.setRepo(repo)
+	} else if !errors.Is(err, gitmem.ErrNotRepository) {
+		a.recordErr(retry.Wrap("open "+a.ID, err), 1)
+		a.log.Error("open failed; retried by the sync loop", "err", err)
+	}
+	a.wg.Add(2)
+	go a.commitLoop()
+	go a.syncLoop()
+	return nil
+}
+
+// Close stops the loops and waits for them, commits what is pending and
+// pushes once within ctx (cancel it to abort the push: commits stay local
+// for the next start).
+func (a *Agent) Close(ctx context.Context) error {
+	a.cancel()
+	a.wg.Wait()
+	if a.flushTimer != nil {
+		a.flushTimer.Stop()
+	}
+	repo := a.repository()
+	if repo == nil {
+		return nil
+	}
+	var err error
+	if a.Background {
+		a.flush()
+		if _, serr := a.Sync(ctx, SyncOptions{SkipScan: true}); serr != nil && !errors.Is(serr, ErrMassDeleteHeld) {
+			a.log.Warn("final push failed; commits stay local for the next start", "class", string(retry.ClassOf(serr)), "err", serr)
+			err = serr
+		}
+	}
+	a.mu.Lock()
+	a.repo = nil
+	a.mu.Unlock()
+	repo.Close()
+	return err
+}
+
+// Dir is the agent's memory folder (the work tree).
+func (a *Agent) Dir() string { return a.cfg.MemoryDir(a.ID) }
+
+// Ready reports whether the work tree is usable (opened or cloned).
+func (a *Agent) Ready() bool { return a.repository() != nil }
+
+func (a *Agent) repository() *gitmem.Repo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.repo
+}
+
+func (a *Agent) setRepo(repo *gitmem.Repo) {
+	a.mu.Lock()
+	a.repo = repo
+	a.mu.Unlock()
+	if a.OnReady != nil {
+		a.OnReady()
+	}
+}
+
+func (a *Agent) repoOptions() gitmem.Options {
+	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log}
+}
+
+// ensureRepo opens or clones the work tree (the network only for a first
+// clone); an empty remote gets the default blocks, committed before the
+// work tree counts as usable and pushed after.
+func (a *Agent) ensureRepo(ctx context.Context) error {
+	if a.repository() != nil {
+		return nil
+	}
+	repo, err := gitmem.Clone(ctx, a.Dir(), a.cfg.remote(a.ID), a.repoOptions())
+	if err != nil {
+		return retry.Wrap("clone "+a.ID, err)
+	}
+	initialised, err := a.initialiseIfEmpty(repo)
+	if err != nil {
+		repo.Close()
 		return err
 	}
-	defaults := blocks.Defaults()
-	paths := make([]string, 0, len(defaults))
-	for p, content := range defaults {
-		abs := filepath.Join(a.Repo.Dir, filepath.FromSlash(p))
-		if _, err := os.Lstat(abs); err == nil {
-			paths = append(paths, p) // keep what is there
-			continue
+	a.setRepo(repo)
+	if initialised {
+		if _, err := repo.Push(ctx); err != nil {
+			return retry.Wrap("push "+a.ID, err)
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-			return fmt.Errorf("initialise %s: %w", a.ID, err)
-		}
-		if err := os.WriteFile(abs, []byte(content), 0o600); err != nil {
-			return fmt.Errorf("initialise %s: %w", a.ID, err)
-		}
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	if _, err := a.Repo.CommitWrite(paths, "memfsd: initialise memory with default blocks"); err != nil {
-		return fmt.Errorf("initialise %s: %w", a.ID, err)
-	}
-	a.log.Info("initialised empty remote with default blocks")
-	if _, err := a.Repo.Push(ctx); err != nil {
-		return retry.Wrap("push "+a.ID, err)
 	}
 	return nil
 }
 
-// Close stops the agent's background work.
-func (a *Agent) Close() error { return a.Repo.Close() }
-
-// DirectWriteMessage is the commit message of a file written straight into
-// the work tree.
-func DirectWriteMessage(d gitmem.DirtyPath) string {
-	return "memory: " + d.Kind + " " + d.Path
-}
-
-// SyncOptions adjust a sync.
-type SyncOptions struct {
-	// AcceptDeletes commits a mass deletion instead of holding it.
-	AcceptDeletes bool
-	// SkipScan skips looking for uncommitted files (the daemon's watcher
-	// already committed them): only reconcile and push.
-	SkipScan bool
-}
-
-// ErrMassDeleteHeld is returned when a sync found more than half of the
-// tracked files (at least MassDeleteMin) or the whole folder gone and did
-// not commit those deletions.
-var ErrMassDeleteHeld = errors.New("mass delete held")
-
-// MassDeleteMin is the fewest tracked files for the half rule to apply.
-const MassDeleteMin = 20
-
-// IsMassDelete reports whether deleting deleted of tracked files (with
-// remaining files left in the folder) must be held for a person to confirm.
-func IsMassDelete(deleted, tracked, remaining int) bool {
-	if deleted == 0 {
-		return false
+// initialiseIfEmpty gives an unborn branch the default blocks (the push
+// follows); true when it did.
+func (a *Agent) initialiseIfEmpty(repo *gitmem.Repo) (bool, error) {
+	head, err := repo.Head()
+	if err != nil || !head.IsZero() {
+		return false, err
 	}
-	if remaining == 0 && deleted == tracked {
-		return true // the whole folder vanished
-	}
-	return tracked >= MassDeleteMin && deleted*2 > tracked
-}
-
-// Sync commits every uncommitted file (one commit each), then reconciles
-// with the remote and pushes: fast-forward, replay with three-way merge, or
-// restore after a history replacement (gitmem.Reconcile), with retryable
-// failures retried under the backoff policy. A mass deletion is held (not
-// committed) unless opts.AcceptDeletes; the rest still syncs and the error
-// is ErrMassDeleteHeld. Other errors are *retry.Error naming the operation.
-func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
-	var res SyncResult
-	var held error
-	if !opts.SkipScan {
-		n, heldPaths, err := a.commitUncommitted(opts.AcceptDeletes)
-		res.Committed, res.Held = n, heldPaths
-		if err != nil {
-			return res, retry.Wrap("commit "+a.ID, err)
+	defaults := blocks.Defaults()
+	paths := make([]string, 0, len(defaults))
+	for p, content := range defaults {
+		abs := filepath.Join(a.Dir(), filepath.FromSlash(p))
+		paths = append(paths, p)
+		if _, err := os.Lstat(abs); err == nil {
+			continue // keep what is there
 		}
-		if len(heldPaths) > 0 {
-			held = fmt.Errorf("sync %s: %w: %d files deleted at once (run memfsd sync --agent %s --accept-deletes to commit the deletions, or restore the files)",
-				a.ID, ErrMassDeleteHeld, len(heldPaths), a.ID)
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return false, fmt.Errorf("initialise %s: %w", a.ID, err)
+		}
+		if err := os.WriteFile(abs, []byte(content), 0o600); err != nil {
+			return false, fmt.Errorf("initialise %s: %w", a.ID, err)
 		}
 	}
-	var rr gitmem.ReconcileResult
-	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func() error {
-		var err error
-		rr, err = a.Repo.Reconcile(ctx)
-		return err
-	})
-	res.Attempts, res.LastClass = out.Attempts, out.LastClass
-	res.Pulled, res.Pushed, res.Head = rr.Pulled, rr.Pushed, rr.Head
-	res.Replayed, res.Conflicts, res.Backup = rr.Replayed, rr.Conflicts, rr.Backup
+	slices.Sort(paths)
+	a.writeMu.Lock()
+	_, err = repo.CommitWrite(paths, "memfsd: initialise memory with default blocks")
+	a.writeMu.Unlock()
 	if err != nil {
-		return res, err
+		return false, fmt.Errorf("initialise %s: %w", a.ID, err)
 	}
-	if err := a.initialiseIfEmpty(ctx); err != nil {
-		return res, err
-	}
-	return res, held
+	a.log.Info("initialised empty remote with default blocks")
+	return true, nil
 }
 
-// commitUncommitted commits each dirty path, holding a mass deletion.
-func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
-	dirty, err := a.Repo.DirtyPaths()
-	if err != nil {
-		return 0, nil, err
+func (a *Agent) recordErr(err error, attempts int) {
+	class := retry.ClassOf(err)
+	if a.Hooks.Failed != nil {
+		a.Hooks.Failed(class)
 	}
-	var deletes []string
-	for _, d := range dirty {
-		if d.Kind == gitmem.ChangeDelete {
-			deletes = append(deletes, d.Path)
-		}
-	}
-	hold := false
-	if len(deletes) > 0 && !acceptDeletes {
-		tracked, err := a.Repo.TrackedFiles()
-		if err != nil {
-			return 0, nil, err
-		}
-		hold = IsMassDelete(len(deletes), len(tracked), len(tracked)-len(deletes)+countCreates(dirty))
-	}
-	n := 0
-	for _, d := range dirty {
-		if hold && d.Kind == gitmem.ChangeDelete {
-			continue
-		}
-		if undone, err := a.GuardDirectWrite(d.Path); err != nil {
-			return n, nil, err
-		} else if undone {
-			continue
-		}
-		_, err := a.Repo.CommitWrite([]string{d.Path}, DirectWriteMessage(d))
-		if errors.Is(err, gitmem.ErrNothingToCommit) {
-			continue
-		}
-		if err != nil {
-			return n, nil, err
-		}
-		n++
-	}
-	if hold {
-		return n, deletes, nil
-	}
-	return n, nil, nil
-}
-
-func countCreates(dirty []gitmem.DirtyPath) int {
-	n := 0
-	for _, d := range dirty {
-		if d.Kind == gitmem.ChangeCreate {
-			n++
-		}
-	}
-	return n
+	a.mu.Lock()
+	a.lastErr = &LastError{Class: string(class), Message: err.Error(), At: time.Now().UTC(), Attempts: attempts}
+	a.mu.Unlock()
 }

@@ -27,11 +27,15 @@ func git(tb testing.TB, dir string, args ...string) string {
 
 // open opens an agent and closes it when the test ends.
 func open(tb testing.TB, cfg *agent.Config, id string) (*agent.Agent, error) {
-	a, err := agent.Open(context.Background(), cfg, id)
-	if err == nil {
-		tb.Cleanup(func() { a.Close() })
+	a, err := agent.New(cfg, id)
+	if err != nil {
+		return nil, err
 	}
-	return a, err
+	if err := a.Open(context.Background()); err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { a.Close(context.Background()) })
+	return a, nil
 }
 
 func newConfig(tb testing.TB, srv *gitserver.Server, tok string, logs *bytes.Buffer) *agent.Config {
@@ -94,17 +98,17 @@ func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
 	if !res.Pulled {
 		t.Fatal("sync did not report a pull")
 	}
-	data, err := os.ReadFile(filepath.Join(a.Repo.Dir, "from-peer.md"))
+	data, err := os.ReadFile(filepath.Join(a.Dir(), "from-peer.md"))
 	if err != nil || string(data) != "peer note\n" {
 		t.Fatalf("pulled file: %q %v", data, err)
 	}
-	if got := git(t, a.Repo.Dir, "status", "--porcelain"); got != "" {
+	if got := git(t, a.Dir(), "status", "--porcelain"); got != "" {
 		t.Fatalf("status after pull: %q", got)
 	}
-	if git(t, a.Repo.Dir, "rev-parse", "HEAD") != git(t, peer, "rev-parse", "HEAD") {
+	if git(t, a.Dir(), "rev-parse", "HEAD") != git(t, peer, "rev-parse", "HEAD") {
 		t.Fatal("HEAD is not the peer's commit")
 	}
-	git(t, a.Repo.Dir, "fsck", "--strict")
+	git(t, a.Dir(), "fsck", "--strict")
 }
 
 func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
@@ -115,7 +119,7 @@ func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := a.Repo.Dir
+	dir := a.Dir()
 	before := git(t, dir, "rev-list", "--count", "HEAD")
 	os.WriteFile(filepath.Join(dir, "facts.md"), []byte("the sky is blue\n"), 0o600)
 	res, err := a.Sync(ctx, agent.SyncOptions{})
@@ -198,7 +202,7 @@ func TestAgent_BadIDRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", ".", "..", "a/b", "a b", strings.Repeat("x", 129), "../etc"} {
-		if _, err := agent.Open(context.Background(), cfg, id); !errors.Is(err, agent.ErrBadID) {
+		if _, err := agent.New(cfg, id); !errors.Is(err, agent.ErrBadID) {
 			t.Errorf("id %q: err = %v, want ErrBadID", id, err)
 		}
 	}
@@ -218,7 +222,7 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(a.Repo.Dir, "n.md"), []byte("x\n"), 0o600)
+	os.WriteFile(filepath.Join(a.Dir(), "n.md"), []byte("x\n"), 0o600)
 	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func twoClones(t *testing.T, srv *gitserver.Server, id string) (*agent.Agent, *a
 
 func write(t *testing.T, a *agent.Agent, rel, content string) {
 	t.Helper()
-	p := filepath.Join(a.Repo.Dir, filepath.FromSlash(rel))
+	p := filepath.Join(a.Dir(), filepath.FromSlash(rel))
 	os.MkdirAll(filepath.Dir(p), 0o700)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
@@ -79,8 +79,8 @@ func TestRecover_NonFastForward(t *testing.T) {
 			t.Fatal("a write is missing on the remote")
 		}
 		git(t, srv.RepoDir("nff1"), "fsck", "--strict")
-		git(t, a.Repo.Dir, "fsck", "--strict")
-		git(t, b.Repo.Dir, "fsck", "--strict")
+		git(t, a.Dir(), "fsck", "--strict")
+		git(t, b.Dir(), "fsck", "--strict")
 	})
 	t.Run("SameFileDifferentLines", func(t *testing.T) {
 		a, b := twoClones(t, srv, "nff2")
@@ -104,11 +104,11 @@ func TestRecover_NonFastForward(t *testing.T) {
 			t.Fatalf("remote n.md = %q, want merged %q", got, want)
 		}
 		for _, x := range []*agent.Agent{a, b} {
-			data, _ := os.ReadFile(filepath.Join(x.Repo.Dir, "n.md"))
+			data, _ := os.ReadFile(filepath.Join(x.Dir(), "n.md"))
 			if string(data) != want+"\n" {
 				t.Fatalf("work tree n.md = %q", data)
 			}
-			if st := git(t, x.Repo.Dir, "status", "--porcelain"); st != "" {
+			if st := git(t, x.Dir(), "status", "--porcelain"); st != "" {
 				t.Fatalf("status after merge: %q", st)
 			}
 		}
@@ -163,17 +163,17 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	u := strings.Replace(srv.RemoteURL("unrel"), "http://", "http://memfsd:"+token+"@", 1)
 	git(t, peer, "push", "-q", "--force", u, "main")
 	serverTip := git(t, peer, "rev-parse", "HEAD")
-	oldLocal := git(t, a.Repo.Dir, "rev-parse", "HEAD")
+	oldLocal := git(t, a.Dir(), "rev-parse", "HEAD")
 
 	res, err := a.Sync(context.Background(), agent.SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Backup == "" || git(t, a.Repo.Dir, "rev-parse", res.Backup) == "" {
+	if res.Backup == "" || git(t, a.Dir(), "rev-parse", res.Backup) == "" {
 		t.Fatalf("no backup ref: %+v", res)
 	}
 	// The backup holds the old tip (plus the unpushed write committed on top).
-	if _, err := gitErrIn(a.Repo.Dir, "merge-base", "--is-ancestor", oldLocal, res.Backup); err != nil {
+	if _, err := gitErrIn(a.Dir(), "merge-base", "--is-ancestor", oldLocal, res.Backup); err != nil {
 		t.Fatalf("backup %s does not contain the old tip", res.Backup)
 	}
 	bare := srv.RepoDir("unrel")
@@ -188,7 +188,7 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	if len(res.Conflicts) != 1 || remoteFile(t, srv, "unrel", res.Conflicts[0]) != "local version" {
 		t.Fatalf("conflict copy of shared.md: %v", res.Conflicts)
 	}
-	if st := git(t, a.Repo.Dir, "status", "--porcelain"); st != "" {
+	if st := git(t, a.Dir(), "status", "--porcelain"); st != "" {
 		t.Fatalf("status: %q", st)
 	}
 	git(t, bare, "fsck", "--strict")
@@ -228,8 +228,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 		if retry.ClassOf(err) != retry.ClassRetryable {
 			t.Fatalf("err = %v, want class retryable", err)
 		}
-		st, _ := a.Repo.Status()
-		if st.Ahead != 1 {
+		if st := a.Status(true); st.Ahead != 1 {
 			t.Fatalf("ahead = %d, want the commit kept locally", st.Ahead)
 		}
 		f.Count = 0
@@ -295,7 +294,7 @@ func TestRecover_Property(t *testing.T) {
 			tok := fmt.Sprintf("token-%d-%d", step, rng.Int63())
 			tokens = append(tokens, tok)
 			rel := fmt.Sprintf("f%d.md", rng.Intn(5)) // few files: real conflicts
-			p := filepath.Join(c.Repo.Dir, rel)
+			p := filepath.Join(c.Dir(), rel)
 			old, _ := os.ReadFile(p)
 			lines := strings.Split(strings.TrimRight(string(old), "\n"), "\n")
 			k := rng.Intn(len(lines) + 1)

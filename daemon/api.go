@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -30,11 +31,9 @@ func (d *Daemon) Handler() http.Handler {
 		// The list reads each branch's position but does not walk every
 		// work tree (a daemon may hold a thousand); dirty is the watcher's
 		// view. GET .../status scans.
-		out := []Status{}
-		for _, id := range d.IDs() {
-			if m := d.get(id); m != nil {
-				out = append(out, m.statusOf(false))
-			}
+		out := []agent.Status{}
+		for _, a := range d.all() {
+			out = append(out, a.Status(false))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 	})
@@ -44,44 +43,46 @@ func (d *Daemon) Handler() http.Handler {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		m := d.get(id)
+		a := d.get(id)
 		wait, err := waitParam(r, 30*time.Second)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		m.waitReady(wait)
-		writeJSON(w, http.StatusOK, m.status())
+		extendWrite(w, wait)
+		waitReady(r.Context(), a, wait)
+		writeJSON(w, http.StatusOK, a.Status(true))
 	})
-	mux.HandleFunc("GET /v1/agents/{id}/status", d.withAgent(func(w http.ResponseWriter, r *http.Request, m *managed) {
-		writeJSON(w, http.StatusOK, m.status())
+	mux.HandleFunc("GET /v1/agents/{id}/status", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		writeJSON(w, http.StatusOK, a.Status(true))
 	}))
-	mux.HandleFunc("POST /v1/agents/{id}/turn", d.withAgent(func(w http.ResponseWriter, r *http.Request, m *managed) {
+	mux.HandleFunc("POST /v1/agents/{id}/turn", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		wait, err := waitParam(r, DefaultTurnWait)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, m.turn(wait))
+		extendWrite(w, wait)
+		writeJSON(w, http.StatusOK, a.Turn(r.Context().Done(), wait))
 	}))
 	d.memoryRoutes(mux)
 	return mux
 }
 
 // withAgent resolves {id}: 400 for a bad id, 404 for one not managed.
-func (d *Daemon) withAgent(h func(http.ResponseWriter, *http.Request, *managed)) http.HandlerFunc {
+func (d *Daemon) withAgent(h func(http.ResponseWriter, *http.Request, *agent.Agent)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		if err := agent.ValidateID(id); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
-		m := d.get(id)
-		if m == nil {
+		a := d.get(id)
+		if a == nil {
 			writeError(w, http.StatusNotFound, fmt.Errorf("agent %q is not managed: PUT /v1/agents/%s first", id, id))
 			return
 		}
-		h(w, r, m)
+		h(w, r, a)
 	}
 }
 
@@ -97,16 +98,21 @@ func waitParam(r *http.Request, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-func (m *managed) waitReady(wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		m.mu.Lock()
-		r := m.ready
-		m.mu.Unlock()
-		if r {
+// waitReady waits up to wait (or until the request ends) for the agent's
+// work tree to be usable.
+func waitReady(ctx context.Context, a *agent.Agent, wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !a.Ready() {
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
+			return
+		case <-tick.C:
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -154,4 +160,31 @@ func Listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	return l, nil
+}
+
+// Server timeouts: a request's headers and body must arrive in time, an
+// answer must be written in time (a turn extends its own deadline by its
+// wait), and idle keep-alive connections are closed.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
+// NewServer is the API's http.Server with the Default*Timeout deadlines.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+	}
+}
+
+// extendWrite lets a handler that waits (a turn, a first clone) answer
+// after its wait: the write deadline becomes wait plus the usual timeout.
+func extendWrite(w http.ResponseWriter, wait time.Duration) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + DefaultWriteTimeout))
 }

@@ -1,6 +1,6 @@
-// Package daemon is `memfsd run`: it manages agents (clone or pull at
-// start, a commit per settled write, a sync per turn), serves the HTTP API,
-// and shuts down with a bounded final push.
+// Package daemon is `memfsd run`: the process around the agents. It owns
+// the one shared watcher, start-up scheduling, the HTTP API and metrics,
+// and talks to agents only (agent.Agent owns everything about one agent).
 package daemon
 
 import (
@@ -13,91 +13,99 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/retry"
 )
 
 // Defaults of the daemon's settings.
 const (
-	DefaultDebounce        = 150 * time.Millisecond
+	DefaultDebounce        = agent.DefaultDebounce
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultTurnWait        = 8 * time.Second
-	// DefaultStartParallel bounds agents opening at once at start-up.
+	// DefaultStartParallel bounds agents doing their start-up network sync
+	// at once (opening and watching is not bounded: it is local).
 	DefaultStartParallel = 8
+	// DefaultScanParallel bounds full rescans at once (after an inotify
+	// overflow every agent is rescanned).
+	DefaultScanParallel = 4
 )
 
-// Daemon manages agents and serves the API.
+// Daemon manages agents and serves the API. New starts nothing; Open
+// starts the watcher and the poll loop; Close stops them and closes every
+// agent with a bounded final push.
 type Daemon struct {
 	Debounce     time.Duration
 	PullInterval time.Duration // 0 = no fetch between turns
 
-	cfg      *agent.Config
-	log      *slog.Logger
-	metrics  *metrics
-	watcher  *watcher
-	startSem chan struct{}
+	cfg       *agent.Config
+	log       *slog.Logger
+	metrics   *metrics
+	watcher   *watcher
+	startSlot chan struct{}
+	scanSlot  chan struct{}
 
-	mu       sync.Mutex
-	agents   map[string]*managed
-	closed   bool
-	pollStop chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	agents map[string]*agent.Agent
+	closed bool
 }
 
-// New makes a daemon over cfg (validated).
+// New makes a daemon over cfg (validated). It starts nothing.
 func New(cfg *agent.Config) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	d := &Daemon{
-		Debounce: DefaultDebounce,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		agents:   map[string]*managed{},
-		startSem: make(chan struct{}, DefaultStartParallel),
+		Debounce:  DefaultDebounce,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		agents:    map[string]*agent.Agent{},
+		startSlot: make(chan struct{}, DefaultStartParallel),
+		scanSlot:  make(chan struct{}, DefaultScanParallel),
 	}
-	d.metrics = newMetrics(d.pendingCommits, func() float64 {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return float64(len(d.agents))
-	})
-	w, err := newWatcher(d.log)
-	if err != nil {
-		return nil, fmt.Errorf("start watcher: %w", err)
-	}
-	d.watcher = w
-	d.pollStop = make(chan struct{})
-	go d.pollLoop()
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.metrics = newMetrics(d.pendingCommits, func() float64 { return float64(len(d.all())) })
 	return d, nil
 }
 
-// pollLoop scans, once a second, the agents whose folders could not be
-// watched (inotify limits). One ticker for the daemon: a thousand idle
-// agents cost no wake-ups.
+// Open starts the shared watcher and the poll loop.
+func (d *Daemon) Open() error {
+	w, err := newWatcher(d.log)
+	if err != nil {
+		return fmt.Errorf("start watcher: %w", err)
+	}
+	d.watcher = w
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); w.run(d.ctx) }()
+	go func() { defer d.wg.Done(); d.pollLoop() }()
+	return nil
+}
+
+// pollLoop asks, once a second, the agents whose folders could not be
+// watched (inotify limits) to rescan. One ticker for the daemon: a
+// thousand idle agents cost no wake-ups.
 func (d *Daemon) pollLoop() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
-		case <-d.pollStop:
+		case <-d.ctx.Done():
 			return
 		case <-t.C:
 		}
-		d.mu.Lock()
-		var due []*managed
-		for _, m := range d.agents {
-			m.mu.Lock()
-			if m.polling {
-				due = append(due, m)
+		for _, a := range d.all() {
+			if a.Polling() {
+				a.Rescan()
 			}
-			m.mu.Unlock()
-		}
-		d.mu.Unlock()
-		for _, m := range due {
-			m.scanAll()
 		}
 	}
 }
 
-// Manage starts managing an agent (idempotent): clone or open, commit what
-// is uncommitted, push, watch.
+// Manage starts managing an agent (idempotent): its work tree is opened
+// and watched at once when it exists; cloning and the start-up sync run in
+// the agent's own loop, at most DefaultStartParallel at a time.
 func (d *Daemon) Manage(id string) error {
 	if err := agent.ValidateID(id); err != nil {
 		return err
@@ -110,118 +118,107 @@ func (d *Daemon) Manage(id string) error {
 	if _, ok := d.agents[id]; ok {
 		return nil
 	}
-	m := newManaged(d, id)
-	d.agents[id] = m
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		d.startSem <- struct{}{}
-		m.startup()
-		<-d.startSem
-		m.loop()
-	}()
+	a, err := agent.New(d.cfg, id)
+	if err != nil {
+		return err
+	}
+	a.Background = true
+	a.Debounce, a.PullInterval = d.Debounce, d.PullInterval
+	a.StartSlots, a.ScanSlots = d.startSlot, d.scanSlot
+	a.OnReady = func() { d.watcher.add(a, a.Dir()) }
+	a.Hooks = agent.Hooks{
+		Committed: func(n int) { d.metrics.commits.Add(float64(n)) },
+		Pulled:    func() { d.metrics.pulls.Inc() },
+		Failed:    func(c retry.Class) { d.metrics.errors.WithLabelValues(string(c)).Inc() },
+		Turned: func(outcome string, took time.Duration) {
+			d.metrics.pushes.WithLabelValues(outcome).Inc()
+			d.metrics.pushLatency.Observe(took.Seconds())
+		},
+	}
+	if err := a.Open(d.ctx); err != nil {
+		return err
+	}
+	d.agents[id] = a
 	return nil
 }
 
-func (d *Daemon) get(id string) *managed {
+func (d *Daemon) get(id string) *agent.Agent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.agents[id]
 }
 
-// all snapshots the managed agents.
-func (d *Daemon) all() []*managed {
+// all snapshots the managed agents, sorted by id.
+func (d *Daemon) all() []*agent.Agent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*managed, 0, len(d.agents))
-	for _, m := range d.agents {
-		out = append(out, m)
+	out := make([]*agent.Agent, 0, len(d.agents))
+	for _, a := range d.agents {
+		out = append(out, a)
 	}
+	slices.SortFunc(out, func(x, y *agent.Agent) int {
+		if x.ID < y.ID {
+			return -1
+		}
+		if x.ID > y.ID {
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
 // IDs lists the managed agents.
 func (d *Daemon) IDs() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ids := make([]string, 0, len(d.agents))
-	for id := range d.agents {
-		ids = append(ids, id)
+	all := d.all()
+	ids := make([]string, len(all))
+	for i, a := range all {
+		ids[i] = a.ID
 	}
-	slices.Sort(ids)
 	return ids
 }
 
-// Ready reports whether every agent finished its start-up sync.
+// Ready reports whether every agent has a usable work tree (SPEC §6): a
+// failed start-up pull or push leaves an agent degraded, not unready; one
+// never cloned stays unready.
 func (d *Daemon) Ready() bool {
-	all := d.all()
-	for _, m := range all {
-		m.mu.Lock()
-		r := m.ready
-		m.mu.Unlock()
-		if !r {
+	for _, a := range d.all() {
+		if !a.Ready() {
 			return false
 		}
 	}
 	return true
 }
 
-// watch starts watching an agent's folder.
-func (d *Daemon) watch(m *managed) {
-	d.watcher.add(m, d.cfg.MemoryDir(m.id))
-}
-
-// guardReadOnly undoes a direct write to a read-only block; true when the
-// path was handled (not to be committed).
-func (d *Daemon) guardReadOnly(m *managed, path, kind string) bool {
-	a := m.agent()
-	undone, err := a.GuardDirectWrite(path)
-	if err != nil {
-		m.log.Error("read-only check failed; not committing the path", "path", path, "err", err)
-		return true
-	}
-	if undone {
-		m.mu.Lock()
-		if !slices.Contains(m.rejected, path) {
-			m.rejected = append(m.rejected, path)
-		}
-		m.rejSeen = false
-		m.mu.Unlock()
-	}
-	return undone
-}
-
 func (d *Daemon) pendingCommits() float64 {
-	all := d.all()
 	n := 0
-	for _, m := range all {
-		if a := m.agent(); a != nil {
-			if st, err := a.Repo.Position(); err == nil {
-				n += st.Ahead
-			}
-		}
+	for _, a := range d.all() {
+		n += a.Ahead()
 	}
 	return float64(n)
 }
 
-// Close stops watching, commits pending writes and pushes every agent,
-// bounded by ctx (cancel it to abort the final pushes).
+// Close stops watching and closes every agent: pending writes committed,
+// one push each, bounded by ctx (cancel it to abort the final pushes).
+// Stop the HTTP servers first, so no request arrives at a closed agent.
 func (d *Daemon) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
-	all := d.all()
-	close(d.pollStop)
-	d.watcher.close()
+	d.cancel()
+	if d.watcher != nil {
+		d.watcher.close()
+	}
+	d.wg.Wait()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
-	for _, m := range all {
+	for _, a := range d.all() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			m.close(ctx)
+			_ = a.Close(ctx)
 		}()
 	}
 	wg.Wait()

@@ -3,6 +3,8 @@ package daemon
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/memfsd/memfsd/agent"
 )
 
 // metrics are the daemon's Prometheus series. No per-agent labels: a
@@ -46,7 +48,7 @@ func newMetrics(pending func() float64, agents func() float64) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	for _, o := range []string{OutcomePushed, OutcomeClean, OutcomeConflict, OutcomeDelayed, OutcomeFailed} {
+	for _, o := range []string{agent.OutcomePushed, agent.OutcomeClean, agent.OutcomeConflict, agent.OutcomeDelayed, agent.OutcomeFailed} {
 		m.pushes.WithLabelValues(o)
 	}
 	return m

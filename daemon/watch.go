@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/memfsd/memfsd/agent"
 )
 
 // watcher is one inotify instance for every agent (an instance per agent
@@ -20,8 +23,8 @@ type watcher struct {
 	log *slog.Logger
 
 	mu    sync.Mutex
-	dirs  map[string]*managed // watched folder → its agent
-	roots map[*managed]string
+	dirs  map[string]*agent.Agent // watched folder → its agent
+	roots map[*agent.Agent]string
 }
 
 func newWatcher(log *slog.Logger) (*watcher, error) {
@@ -29,16 +32,14 @@ func newWatcher(log *slog.Logger) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	wt := &watcher{w: w, log: log, dirs: map[string]*managed{}, roots: map[*managed]string{}}
-	go wt.run()
-	return wt, nil
+	return &watcher{w: w, log: log, dirs: map[string]*agent.Agent{}, roots: map[*agent.Agent]string{}}, nil
 }
 
 func (wt *watcher) close() { wt.w.Close() }
 
 // add watches root and every folder below it (not .git). When the kernel
 // refuses more watches the agent falls back to polling.
-func (wt *watcher) add(m *managed, root string) {
+func (wt *watcher) add(m *agent.Agent, root string) {
 	wt.mu.Lock()
 	wt.roots[m] = root
 	wt.mu.Unlock()
@@ -47,20 +48,18 @@ func (wt *watcher) add(m *managed, root string) {
 	}
 }
 
-func (wt *watcher) fallback(m *managed, err error) {
+func (wt *watcher) fallback(m *agent.Agent, err error) {
 	limit := "fs.inotify.max_user_watches"
 	if errors.Is(err, syscall.EMFILE) {
 		limit = "fs.inotify.max_user_instances"
 	}
-	m.log.Warn("inotify limit hit: polling this agent's folder every second instead", "limit", limit, "err", err)
-	m.mu.Lock()
-	m.polling = true
-	m.mu.Unlock()
+	wt.log.Warn("inotify limit hit: polling this agent's folder every second instead", "agent", m.ID, "limit", limit, "err", err)
+	m.SetPolling()
 }
 
 // addTree adds watches below dir; with queueFiles, the files found are
 // queued too (they may have been written before the watch existed).
-func (wt *watcher) addTree(m *managed, dir string, queueFiles bool) error {
+func (wt *watcher) addTree(m *agent.Agent, dir string, queueFiles bool) error {
 	root := wt.rootOf(m)
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -83,20 +82,20 @@ func (wt *watcher) addTree(m *managed, dir string, queueFiles bool) error {
 		}
 		if queueFiles {
 			if rel, ok := relPath(root, p); ok {
-				m.changed(rel)
+				m.Changed(rel)
 			}
 		}
 		return nil
 	})
 }
 
-func (wt *watcher) rootOf(m *managed) string {
+func (wt *watcher) rootOf(m *agent.Agent) string {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	return wt.roots[m]
 }
 
-func (wt *watcher) remove(m *managed) {
+func (wt *watcher) remove(m *agent.Agent) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	for d, owner := range wt.dirs {
@@ -108,9 +107,12 @@ func (wt *watcher) remove(m *managed) {
 	delete(wt.roots, m)
 }
 
-func (wt *watcher) run() {
+// run hands events to their agents until ctx ends or the watcher closes.
+func (wt *watcher) run(ctx context.Context) {
 	for {
 		select {
+		case <-ctx.Done():
+			return
 		case ev, ok := <-wt.w.Events:
 			if !ok {
 				return
@@ -123,13 +125,13 @@ func (wt *watcher) run() {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				wt.log.Warn("inotify queue overflowed (fs.inotify.max_queued_events): scanning every agent")
 				wt.mu.Lock()
-				var all []*managed
+				var all []*agent.Agent
 				for m := range wt.roots {
 					all = append(all, m)
 				}
 				wt.mu.Unlock()
 				for _, m := range all {
-					go m.scanAll()
+					m.Rescan() // coalesced; the scans run with bounded concurrency
 				}
 				continue
 			}
@@ -171,14 +173,14 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 				}
 			}
 			wt.mu.Unlock()
-			go m.scanAll() // the files below it went with it
+			m.Rescan() // the files below it went with it
 			return
 		}
 	}
 	if rel == "" {
 		return
 	}
-	m.changed(rel)
+	m.Changed(rel)
 }
 
 // relPath is p relative to root as a slash path; false for .git, memfsd's

@@ -2,8 +2,8 @@ package gitmem
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -46,49 +46,39 @@ func (r *Repo) moveBranch(old, new plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	kept := map[string]bool{}
-	for _, c := range changes {
-		abs := filepath.Join(r.Dir, filepath.FromSlash(c.Path))
-		if _, err := os.Lstat(abs); err != nil {
-			continue // absent: nothing local to lose
-		}
-		h, mode, err := r.workHash(c.Path, abs, ix)
-		if err != nil {
-			return err
-		}
-		if (h == c.From.Hash && mode == c.From.Mode) || (h == c.To.Hash && mode == c.To.Mode) {
-			continue
-		}
-		kept[c.Path] = true
-		r.log.Info("kept a file changed during sync; it will be committed next", "path", c.Path)
-	}
+	// Each file is checked and replaced in one step: the exchange returns
+	// exactly what it displaced, and anything other than the old or the new
+	// version is an agent's write that landed during the sync. It goes back
+	// in place, shows as modified, and the next commit takes it.
 	touched := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		touched[c.Path] = true
-		if kept[c.Path] {
-			if c.To.Hash.IsZero() {
-				ix.remove(c.Path)
-			} else {
-				ix.set(c.Path, c.To.Hash, c.To.Mode, nil) // no stat: git re-reads it
-			}
-			continue
-		}
+		var got displaced
+		var st *syscall.Stat_t
 		if c.To.Hash.IsZero() {
-			if err := r.removeWorkFile(c.Path); err != nil {
+			got, err = r.takeWorkFile(c.Path)
+		} else {
+			var data []byte
+			if data, err = r.objs.blob(c.To.Hash); err != nil {
 				return err
 			}
+			got, st, err = r.exchangeWorkFile(c.Path, data, c.To.Mode)
+		}
+		if err != nil {
+			return err
+		}
+		if got.existed && !got.is(c.From.Hash, c.From.Mode) && !got.is(c.To.Hash, c.To.Mode) {
+			if err := r.putBack(c.Path, got, c.To.Hash, c.To.Mode); err != nil {
+				return err
+			}
+			r.log.Info("kept a file changed during sync; it will be committed next", "path", c.Path)
+			st = nil // no stat: git and the next scan re-read it
+		}
+		if c.To.Hash.IsZero() {
 			ix.remove(c.Path)
-			continue
+		} else {
+			ix.set(c.Path, c.To.Hash, c.To.Mode, st)
 		}
-		data, err := r.objs.blob(c.To.Hash)
-		if err != nil {
-			return err
-		}
-		st, err := r.writeWorkFile(c.Path, data, c.To.Mode)
-		if err != nil {
-			return err
-		}
-		ix.set(c.Path, c.To.Hash, c.To.Mode, st)
 	}
 	ix.smudgeRacy(touched)
 	if err := lk.write(ix.encode(), false); err != nil {

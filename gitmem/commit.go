@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -18,35 +20,142 @@ import (
 var ErrNothingToCommit = errors.New("nothing to commit")
 
 // CommitWrite commits exactly paths (created, changed or deleted in the work
-// tree) as one commit on the branch, with git's locks: index.lock is held
-// for the whole write, the ref moves by compare-and-swap through
-// <ref>.lock, then the new index is renamed into place. The cost follows the
-// paths' depth and the index size, never the number of commits.
+// tree) as one commit on the branch: Commit with One set and no guard.
 func (r *Repo) CommitWrite(paths []string, message string) (plumbing.Hash, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h, err := r.commitPaths(paths, message, time.Now())
-	if err != nil && !errors.Is(err, ErrNothingToCommit) {
-		return h, fmt.Errorf("commit %s: %w", strings.Join(paths, ", "), err)
+	res, err := r.Commit(CommitRequest{Paths: paths, One: true, Message: func(PathView) string { return message }})
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
-	return h, err
+	if len(res.Commits) == 0 {
+		return res.Head, ErrNothingToCommit
+	}
+	return res.Head, nil
 }
 
-func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plumbing.Hash, error) {
-	clean := make([]string, 0, len(paths))
-	for _, p := range paths {
+// PathView is one changed path of a commit as read under the repo's locks:
+// Data is exactly what will be hashed if the path is committed.
+type PathView struct {
+	Path   string
+	Kind   string // ChangeCreate, ChangeUpdate or ChangeDelete
+	Data   []byte // the work tree's bytes (nil for a delete)
+	InHead bool
+	entry  object.TreeEntry
+	objs   *objectStore
+}
+
+// Head reads HEAD's version of the path (nil when it is not in HEAD).
+func (v PathView) Head() ([]byte, error) {
+	if !v.InHead {
+		return nil, nil
+	}
+	data, err := v.objs.blob(v.entry.Hash)
+	if data == nil && err == nil {
+		data = []byte{}
+	}
+	return data, err
+}
+
+// Verdict is what a commit guard decides for one changed path.
+type Verdict int
+
+// Verdicts of a Guard.
+const (
+	Accept  Verdict = iota // commit the path as read
+	Hold                   // leave it uncommitted, as it is
+	Restore                // put HEAD's version back (remove the file when HEAD has none)
+)
+
+// Batch is what a Guard sees: every changed path of the request.
+type Batch struct {
+	Views []PathView
+	r     *Repo
+	head  plumbing.Hash
+}
+
+// Tracked counts the files in HEAD.
+func (b *Batch) Tracked() (int, error) {
+	if b.head.IsZero() {
+		return 0, nil
+	}
+	if err := b.r.flattenCommit(b.head, map[string]object.TreeEntry{}); err != nil {
+		return 0, err
+	}
+	return len(b.r.flat), nil
+}
+
+// Guard decides, while the repo's locks are held, what happens to each
+// changed path: one verdict per view, in order.
+type Guard func(b *Batch) ([]Verdict, error)
+
+// CommitRequest is one step of the commit pipeline.
+type CommitRequest struct {
+	Paths []string
+	// One makes a single commit of every accepted path (a memory-tool
+	// command); otherwise each path is a commit of its own, in order.
+	One bool
+	// Message names a commit; with One it gets the first accepted view.
+	Message func(PathView) string
+	// Guard, when set, sees the changed paths before anything is written.
+	Guard Guard
+	// Keep stores bytes a Restore takes out of the work tree. It is called
+	// before they leave it (and again for a newer write the exchange
+	// displaced), so a rejected write is on record before it is undone.
+	Keep func(path string, rejected []byte) error
+}
+
+// Restored is a path a guard had put back to HEAD's version.
+type Restored struct {
+	Path string
+	// Rejected is what the work tree held at the instant it was replaced
+	// (nil when the file was already gone).
+	Rejected []byte
+}
+
+// CommitResult says what Commit did.
+type CommitResult struct {
+	Head      plumbing.Hash   // the branch after the step
+	Commits   []plumbing.Hash // commits made, oldest first
+	Committed []string        // paths committed, in order
+	Held      []string        // paths left uncommitted by the guard
+	Restored  []Restored
+}
+
+// Commit is the one commit pipeline: under the repo's mutex and git's
+// index.lock it reads each path, shows the changed ones to the guard, puts
+// back what the guard restores, and commits the rest — one commit per path,
+// or one for all with One — moving the branch once, by compare-and-swap
+// through <ref>.lock, before the new index is renamed into place. The
+// checks and the commit see the same bytes: a write landing after the read
+// is not in this commit and shows as modified afterwards. The cost follows
+// the paths' depth and the index size, never the number of commits.
+func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, err := r.commit(req, time.Now())
+	if err != nil {
+		return res, fmt.Errorf("commit %s: %w", strings.Join(req.Paths, ", "), err)
+	}
+	return res, nil
+}
+
+func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
+	var res CommitResult
+	clean := make([]string, 0, len(req.Paths))
+	for _, p := range req.Paths {
 		c, err := cleanPath(p)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return res, err
 		}
-		clean = append(clean, c)
+		if !slices.Contains(clean, c) {
+			clean = append(clean, c)
+		}
 	}
 	if err := r.checkHead(); err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
 	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
 	defer lk.rollback()
 
@@ -55,73 +164,202 @@ func (r *Repo) commitPaths(paths []string, message string, when time.Time) (plum
 	// unless someone ignores the lock (the CAS then catches it).
 	parent, err := r.Head()
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
+	res.Head = parent
 	var parentTree plumbing.Hash
 	if !parent.IsZero() {
 		if parentTree, err = r.objs.commitTree(parent); err != nil {
-			return plumbing.ZeroHash, err
+			return res, err
 		}
 	}
 	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
 
-	changes := make([]change, 0, len(clean))
+	// Read every path once: these bytes are what the guard judges and what
+	// gets hashed.
+	batch := &Batch{r: r, head: parent}
+	states := map[string]*fileState{}
 	touched := make(map[string]bool, len(clean))
 	for _, p := range clean {
 		f, err := r.readWorkFile(p)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return res, err
 		}
-		touched[p] = true
-		if f == nil {
-			changes = append(changes, change{Path: p})
-			ix.remove(p)
+		var e object.TreeEntry
+		inHead := false
+		if !parentTree.IsZero() {
+			if e, inHead, err = r.objs.entryAt(parentTree, p); err != nil {
+				return res, err
+			}
+		}
+		v := PathView{Path: p, InHead: inHead, entry: e, objs: r.objs}
+		switch {
+		case f == nil && !inHead:
+			ix.remove(p) // neither here nor in HEAD: nothing to record
+			touched[p] = true
+			continue
+		case f == nil:
+			v.Kind = ChangeDelete
+		case !inHead:
+			v.Kind, v.Data = ChangeCreate, f.data
+		case blobHash(f.data) == e.Hash && f.mode == e.Mode:
+			ix.set(p, e.Hash, e.Mode, f.st) // unchanged: refresh the stat
+			touched[p] = true
+			continue
+		default:
+			v.Kind, v.Data = ChangeUpdate, f.data
+		}
+		states[p] = f
+		batch.Views = append(batch.Views, v)
+	}
+	verdicts := make([]Verdict, len(batch.Views))
+	if req.Guard != nil && len(batch.Views) > 0 {
+		if verdicts, err = req.Guard(batch); err != nil {
+			return res, err
+		}
+		if len(verdicts) != len(batch.Views) {
+			return res, fmt.Errorf("guard gave %d verdicts for %d paths", len(verdicts), len(batch.Views))
+		}
+	}
+
+	tip, tipTree := parent, parentTree
+	var group []change
+	var first *PathView
+	for i, v := range batch.Views {
+		switch verdicts[i] {
+		case Hold:
+			res.Held = append(res.Held, v.Path)
+			continue
+		case Restore:
+			rs, st, err := r.restoreHeadVersion(v, req.Keep)
+			if err != nil {
+				return res, err
+			}
+			if v.InHead {
+				ix.set(v.Path, v.entry.Hash, v.entry.Mode, st)
+			} else {
+				ix.remove(v.Path)
+			}
+			touched[v.Path] = true
+			res.Restored = append(res.Restored, rs)
 			continue
 		}
-		h, err := r.objs.write(plumbing.BlobObject, f.data)
-		if err != nil {
-			return plumbing.ZeroHash, err
+		c := change{Path: v.Path}
+		if f := states[v.Path]; f != nil {
+			if c.Hash, err = r.objs.write(plumbing.BlobObject, f.data); err != nil {
+				return res, err
+			}
+			c.Mode = f.mode
+			ix.set(v.Path, c.Hash, c.Mode, f.st)
+		} else {
+			ix.remove(v.Path)
 		}
-		changes = append(changes, change{Path: p, Hash: h, Mode: f.mode})
-		ix.set(p, h, f.mode, f.st)
+		touched[v.Path] = true
+		res.Committed = append(res.Committed, v.Path)
+		if req.One {
+			group = append(group, c)
+			if first == nil {
+				first = &batch.Views[i]
+			}
+			continue
+		}
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, req.Message(v), when, &res); err != nil {
+			return res, err
+		}
 	}
-	tree, err := r.objs.applyChanges(parentTree, changes)
-	if err != nil {
-		return plumbing.ZeroHash, err
+	if req.One && len(group) > 0 {
+		if tip, _, err = r.commitChanges(tip, tipTree, group, req.Message(*first), when, &res); err != nil {
+			return res, err
+		}
 	}
-	if tree == parentTree && !parent.IsZero() {
-		return parent, ErrNothingToCommit
-	}
-	var parents []plumbing.Hash
-	if !parent.IsZero() {
-		parents = append(parents, parent)
-	}
-	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
-	commit, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, parents, sig, sig, message))
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	r.objs.rememberCommit(commit, tree)
 	if err := r.objs.flush(); err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
 
 	ix.smudgeRacy(touched)
 	if err := lk.write(ix.encode(), false); err != nil {
-		return plumbing.ZeroHash, err
+		return res, err
 	}
-	if err := casRef(r.GitDir, r.branchRef(), parent, commit, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
-		return plumbing.ZeroHash, err
+	if tip != parent {
+		if err := casRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
+			return res, err
+		}
+		res.Head = tip
 	}
 	if err := lk.commit(); err != nil {
 		// The commit is in; only the index is stale (git status shows the
 		// change as staged-back). The next write rebuilds those entries.
-		r.log.Warn("commit landed but the index was not updated", "commit", commit.String(), "err", err)
+		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
 	}
-	return commit, nil
+	return res, nil
+}
+
+// commitChanges writes the trees and a commit of changes on top of tip. A
+// change that leaves the tree as it was makes no commit.
+func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []change, message string, when time.Time, res *CommitResult) (plumbing.Hash, plumbing.Hash, error) {
+	tree, err := r.objs.applyChanges(tipTree, changes)
+	if err != nil {
+		return tip, tipTree, err
+	}
+	if tree == tipTree && !tip.IsZero() {
+		return tip, tipTree, nil
+	}
+	var parents []plumbing.Hash
+	if !tip.IsZero() {
+		parents = append(parents, tip)
+	}
+	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
+	commit, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, parents, sig, sig, message))
+	if err != nil {
+		return tip, tipTree, err
+	}
+	r.objs.rememberCommit(commit, tree)
+	res.Commits = append(res.Commits, commit)
+	return commit, tree, nil
+}
+
+// restoreHeadVersion puts HEAD's version of v back in one step (or removes
+// the file when HEAD has none) and returns what it displaced: the agent's
+// bytes exactly as they stood at that instant, a write made after the read
+// included.
+func (r *Repo) restoreHeadVersion(v PathView, keep func(string, []byte) error) (Restored, *syscall.Stat_t, error) {
+	rs := Restored{Path: v.Path}
+	if keep == nil {
+		keep = func(string, []byte) error { return nil }
+	}
+	if v.Data != nil {
+		if err := keep(v.Path, v.Data); err != nil {
+			return rs, nil, err
+		}
+	}
+	var got displaced
+	var st *syscall.Stat_t
+	var err error
+	if v.InHead {
+		var data []byte
+		if data, err = v.Head(); err != nil {
+			return rs, nil, err
+		}
+		got, st, err = r.exchangeWorkFile(v.Path, data, v.entry.Mode)
+	} else {
+		got, err = r.takeWorkFile(v.Path)
+	}
+	if err != nil {
+		return rs, nil, err
+	}
+	if got.existed && !got.is(v.entry.Hash, v.entry.Mode) {
+		rs.Rejected = got.data
+		if !bytes.Equal(got.data, v.Data) {
+			// A write that landed after the read: kept as well.
+			if err := keep(v.Path, got.data); err != nil {
+				return rs, st, err
+			}
+		}
+	}
+	return rs, st, nil
 }
 
 // encodeCommit is a commit object's body.

@@ -160,19 +160,5 @@ func replaceFileWithDir(root, dir string) error {
 	return os.MkdirAll(dir, 0o700)
 }
 
-// removeWorkFile deletes rel and the folders it leaves empty.
-func (r *Repo) removeWorkFile(rel string) error {
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete %s: %w", rel, err)
-	}
-	for d := filepath.Dir(abs); d != r.Dir && strings.HasPrefix(d, r.Dir); d = filepath.Dir(d) {
-		if os.Remove(d) != nil {
-			break
-		}
-	}
-	return nil
-}
-
 // blobHash is the id the content would have as a blob.
 func blobHash(data []byte) plumbing.Hash { return hashObject(plumbing.BlobObject, data) }

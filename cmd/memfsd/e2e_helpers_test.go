@@ -105,6 +105,22 @@ func startDaemon(t testing.TB, srv *gitserver.Server, home string, args ...strin
 		code, _ := p.get("/healthz", nil)
 		return code == 200
 	})
+	// Healthy means every work tree is usable; the start-up syncs run on in
+	// the background. Most scenarios start from a settled daemon.
+	waitFor(t, 60*time.Second, "start-up syncs done", func() bool {
+		var out struct {
+			Agents []status `json:"agents"`
+		}
+		if code, err := p.get("/v1/agents", &out); err != nil || code != 200 {
+			return false
+		}
+		for _, st := range out.Agents {
+			if st.LastSyncAt == nil && string(st.LastError) == "null" {
+				return false
+			}
+		}
+		return true
+	})
 	return p
 }
 
@@ -147,6 +163,7 @@ type status struct {
 	LastError   json.RawMessage `json:"last_error"`
 	Conflicts   []string        `json:"conflicts"`
 	HeldDeletes []string        `json:"held_deletes"`
+	LastSyncAt  *time.Time      `json:"last_sync_at"`
 }
 
 func (p *proc) turn(id string) turnResult {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,12 +65,12 @@ func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input
 	if err != nil {
 		return memtool.Result{}, err
 	}
-	a, err := agent.Open(cmd.Context(), cfg, id)
+	a, err := openAgent(cmd.Context(), cfg, id)
 	if err != nil {
 		return memtool.Result{}, err
 	}
-	defer a.Close()
-	return a.MemoryTool(nil).Run(in), nil
+	defer a.Close(context.Background())
+	return runTool(a, in)
 }
 
 func newRemindersCmd(g *globals) *cobra.Command {
@@ -157,11 +158,11 @@ func newBlockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := agent.Open(cmd.Context(), cfg, id)
+			a, err := openAgent(cmd.Context(), cfg, id)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer a.Close(context.Background())
 			rel, err := a.SetBlock(args[0], content)
 			if err != nil {
 				return err
@@ -177,4 +178,12 @@ func newBlockCmd(g *globals) *cobra.Command {
 	set.Flags().StringVar(&file, "file", "", "file with the new block content, front matter included (env MEMFSD_FILE)")
 	block.AddCommand(set)
 	return block
+}
+
+func runTool(a *agent.Agent, in memtool.Input) (memtool.Result, error) {
+	tool, err := a.MemoryTool()
+	if err != nil {
+		return memtool.Result{}, err
+	}
+	return tool.Run(in), nil
 }

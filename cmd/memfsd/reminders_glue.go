@@ -1,12 +1,14 @@
 package main
 
 import (
-	"github.com/memfsd/memfsd/daemon"
+	"time"
+
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/reminders"
 )
 
-func daemonOfflineReminders(st daemon.Status) []reminders.Reminder {
-	return daemon.OfflineReminders(st)
+func daemonOfflineReminders(st agent.Status) []reminders.Reminder {
+	return agent.BuildReminders(st, time.Now())
 }
 
 func remindersText(rs []reminders.Reminder) string { return reminders.Text(rs) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/daemon"
 )
 
@@ -43,18 +44,30 @@ func newRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			d.Debounce, d.PullInterval = debounce, pullInterval
+			for _, id := range agents {
+				if err := agent.ValidateID(id); err != nil {
+					return fmt.Errorf("flag --agent: %w", err)
+				}
+			}
 			ln, err := daemon.Listen(g.listenAddr(cfg.Home))
 			if err != nil {
+				return err
+			}
+			if err := d.Open(); err != nil {
+				ln.Close()
 				return err
 			}
 			for _, id := range agents {
 				if err := d.Manage(id); err != nil {
 					ln.Close()
+					d.Close(context.Background())
 					return fmt.Errorf("flag --agent: %w", err)
 				}
 			}
-			srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			srv := daemon.NewServer(d.Handler())
+			served := make(chan struct{})
 			go func() {
+				defer close(served)
 				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					cfg.Logger.Error("api server stopped", "err", err)
 				}
@@ -75,10 +88,15 @@ func newRunCmd(g *globals) *cobra.Command {
 				case <-ctx.Done():
 				}
 			}()
+			// Stop accepting first, so no request reaches a closing agent;
+			// requests in flight get a moment, then are cut.
+			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			if err := srv.Shutdown(sctx); err != nil {
+				srv.Close()
+			}
+			scancel()
+			<-served
 			d.Close(ctx)
-			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
-			defer scancel()
-			_ = srv.Shutdown(sctx)
 			cfg.Logger.Info("stopped")
 			return nil
 		},

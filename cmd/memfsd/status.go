@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memfsd/memfsd/agent"
-	"github.com/memfsd/memfsd/daemon"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -54,7 +53,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				tw.Flush()
 			}
 			for _, s := range sts {
-				if s.State != daemon.StateClean {
+				if s.State != agent.StateClean {
 					return exitCode(2)
 				}
 			}
@@ -67,20 +66,20 @@ func newStatusCmd(g *globals) *cobra.Command {
 }
 
 // statuses asks the daemon, or reads the folders when no daemon answers.
-func (g *globals) statuses(id string) ([]daemon.Status, error) {
+func (g *globals) statuses(id string) ([]agent.Status, error) {
 	c := newAPIClient(g.listenAddr(g.homeDir()), 30*time.Second)
 	if id != "" {
-		var st daemon.Status
+		var st agent.Status
 		code, err := c.do("GET", "/v1/agents/"+id+"/status", nil, &st)
 		if err == nil && code == 200 {
-			return []daemon.Status{st}, nil
+			return []agent.Status{st}, nil
 		}
 		if err == nil && code != 404 {
 			return nil, fmt.Errorf("status %s: daemon answered %d", id, code)
 		}
 	} else {
 		var list struct {
-			Agents []daemon.Status `json:"agents"`
+			Agents []agent.Status `json:"agents"`
 		}
 		if code, err := c.do("GET", "/v1/agents", nil, &list); err == nil && code == 200 {
 			return list.Agents, nil
@@ -101,7 +100,7 @@ func (g *globals) statuses(id string) ([]daemon.Status, error) {
 			}
 		}
 	}
-	var out []daemon.Status
+	var out []agent.Status
 	for _, x := range ids {
 		if _, err := os.Stat(filepath.Join(cfg.MemoryDir(x), ".git", "HEAD")); err != nil {
 			if id != "" {
@@ -109,14 +108,14 @@ func (g *globals) statuses(id string) ([]daemon.Status, error) {
 			}
 			continue
 		}
-		st, err := daemon.OfflineStatus(cfg, x)
+		st, err := agent.ReadStatus(cfg, x)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, st)
 	}
 	if out == nil {
-		out = []daemon.Status{}
+		out = []agent.Status{}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -27,11 +28,11 @@ func newSyncCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := agent.Open(cmd.Context(), cfg, id)
+			a, err := openAgent(cmd.Context(), cfg, id)
 			if err != nil {
 				return syncFailed(cmd, err)
 			}
-			defer a.Close()
+			defer a.Close(context.Background())
 			res, err := a.Sync(cmd.Context(), agent.SyncOptions{AcceptDeletes: acceptDeletes})
 			if err != nil {
 				return syncFailed(cmd, err)
@@ -59,4 +60,17 @@ func syncFailed(cmd *cobra.Command, err error) error {
 	class := retry.ClassOf(err)
 	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %v\nnext step: %s\n", class, err, class.NextStep())
 	return exitCode(1)
+}
+
+// openAgent opens an agent for one command (no loops): cloned on first use.
+func openAgent(ctx context.Context, cfg *agent.Config, id string) (*agent.Agent, error) {
+	a, err := agent.New(cfg, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Open(ctx); err != nil {
+		a.Close(ctx)
+		return nil, err
+	}
+	return a, nil
 }

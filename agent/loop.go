@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/memfsd/memfsd/retry"
+)
+
+// Changed records a write to rel (relative to the memory folder) and
+// (re)arms the debounce: the commit loop commits it once it settles.
+func (a *Agent) Changed(rel string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) == 0 {
+		a.firstSeen = time.Now()
+	}
+	a.pending[rel] = true
+	delay := a.Debounce
+	// A file written without pause still gets committed: at most
+	// maxDelay after the first event of a burst.
+	if left := time.Until(a.firstSeen.Add(maxDelay)); left < delay {
+		delay = max(left, 0)
+	}
+	if a.flushTimer != nil {
+		a.flushTimer.Reset(delay)
+	}
+}
+
+// Rescan asks the commit loop to look for every uncommitted path (after an
+// inotify overflow, or when polling). Requests coalesce.
+func (a *Agent) Rescan() {
+	select {
+	case a.rescanC <- struct{}{}:
+	default:
+	}
+}
+
+// SetPolling marks the agent as polled (the kernel refused watches).
+func (a *Agent) SetPolling() {
+	a.mu.Lock()
+	a.polling = true
+	a.mu.Unlock()
+}
+
+// Polling reports whether the agent is polled instead of watched.
+func (a *Agent) Polling() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.polling
+}
+
+// commitLoop commits settled writes and runs rescans. It never waits on the
+// network, so a silent remote does not hold up local commits.
+func (a *Agent) commitLoop() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.flushTimer.C:
+			a.flush()
+		case <-a.rescanC:
+			a.rescan()
+		}
+	}
+}
+
+// flush commits each pending path through the pipeline (one commit per
+// file); a path whose commit failed stays pending for the next flush.
+func (a *Agent) flush() {
+	a.mu.Lock()
+	paths := make([]string, 0, len(a.pending))
+	for p := range a.pending {
+		paths = append(paths, p)
+	}
+	clear(a.pending)
+	a.mu.Unlock()
+	if len(paths) == 0 || a.repository() == nil {
+		return
+	}
+	slices.Sort(paths)
+	out, err := a.commitDirect(paths, false)
+	if out.Committed > 0 && a.Hooks.Committed != nil {
+		a.Hooks.Committed(out.Committed)
+	}
+	if err != nil {
+		a.log.Error("commit failed; kept for the next try", "paths", len(paths), "err", err)
+		a.mu.Lock()
+		for _, p := range paths {
+			a.pending[p] = true
+		}
+		a.mu.Unlock()
+		a.flushTimer.Reset(maxDelay)
+	}
+}
+
+// rescan queues every path that differs from HEAD, except held deletions.
+func (a *Agent) rescan() {
+	repo := a.repository()
+	if repo == nil {
+		return
+	}
+	if a.ScanSlots != nil {
+		select {
+		case a.ScanSlots <- struct{}{}:
+			defer func() { <-a.ScanSlots }()
+		case <-a.ctx.Done():
+			return
+		}
+	}
+	dirty, err := repo.DirtyPaths()
+	if err != nil {
+		a.log.Warn("scan failed", "err", err)
+		return
+	}
+	held := a.readHeld()
+	for _, d := range dirty {
+		if !slices.Contains(held, d.Path) {
+			a.Changed(d.Path)
+		}
+	}
+}
+
+// syncLoop clones a never-cloned agent, runs the start-up sync, then a
+// sync per turn (and per pull interval) until the agent is closed.
+func (a *Agent) syncLoop() {
+	defer a.wg.Done()
+	a.startup()
+	var pull <-chan time.Time
+	if a.PullInterval > 0 {
+		t := time.NewTicker(a.PullInterval)
+		defer t.Stop()
+		pull = t.C
+	}
+	var cloneRetry <-chan time.Time
+	for {
+		if a.repository() == nil && cloneRetry == nil {
+			cloneRetry = time.After(DefaultCloneRetry)
+		}
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.kick:
+			a.mu.Lock()
+			a.started++
+			gen := a.started
+			a.mu.Unlock()
+			res := a.turnOnce()
+			a.mu.Lock()
+			a.finished, a.last = gen, res
+			a.done.Broadcast()
+			a.mu.Unlock()
+		case <-pull:
+			a.turnOnce()
+		case <-cloneRetry:
+			cloneRetry = nil
+			a.startup()
+		}
+	}
+}
+
+// startup clones if needed and runs the first full sync (commit what a
+// crash left, reconcile, push), within the daemon's start-up slots.
+func (a *Agent) startup() {
+	if a.StartSlots != nil {
+		select {
+		case a.StartSlots <- struct{}{}:
+			defer func() { <-a.StartSlots }()
+		case <-a.ctx.Done():
+			return
+		}
+	}
+	if _, err := a.Sync(a.ctx, SyncOptions{}); err != nil && !errors.Is(err, ErrMassDeleteHeld) {
+		a.log.Warn("start-up sync failed; retried at the next turn", "class", string(retry.ClassOf(err)), "err", err)
+	}
+}
+
+// Turn asks for a sync and waits, up to wait, for the first one that
+// starts after now. Past wait (or when done is closed, e.g. the request
+// went away) the answer is "delayed" and the sync goes on.
+func (a *Agent) Turn(done <-chan struct{}, wait time.Duration) TurnResult {
+	a.mu.Lock()
+	target := a.started + 1
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default: // a sync is already due: it is ours too
+	}
+	deadline := time.Now().Add(wait)
+	stop := make(chan struct{})
+	defer close(stop)
+	wake := func() {
+		a.mu.Lock()
+		a.done.Broadcast()
+		a.mu.Unlock()
+	}
+	timer := time.AfterFunc(wait, wake)
+	defer timer.Stop()
+	if done != nil {
+		go func() { // ends with Turn
+			select {
+			case <-done:
+				wake()
+			case <-stop:
+			}
+		}()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.finished < target {
+		if !time.Now().Before(deadline) || a.ctx.Err() != nil || isDone(done) {
+			return TurnResult{Outcome: OutcomeDelayed, Error: "the sync is still running; it goes on in the background"}
+		}
+		a.done.Wait()
+	}
+	return a.last
+}
+
+func isDone(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// turnOnce commits pending writes and syncs.
+func (a *Agent) turnOnce() TurnResult {
+	a.flush()
+	a.settleRejections()
+	start := time.Now()
+	res, err := a.Sync(a.ctx, SyncOptions{SkipScan: true})
+	out := outcomeOf(err, &res)
+	if a.Hooks.Turned != nil {
+		a.Hooks.Turned(out, time.Since(start))
+	}
+	tr := TurnResult{Outcome: out, Pushed: res.Pushed}
+	if err != nil {
+		tr.Error = err.Error()
+	}
+	tr.Status = a.Status(false)
+	return tr
+}
+
+func outcomeOf(err error, res *SyncResult) string {
+	switch {
+	case err != nil && retry.ClassOf(err) == retry.ClassRetryable:
+		return OutcomeDelayed
+	case err != nil:
+		return OutcomeFailed
+	case len(res.Conflicts) > 0:
+		return OutcomeConflict
+	case res.Pushed > 0:
+		return OutcomePushed
+	}
+	return OutcomeClean
+}

@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/gitmem"
+)
+
+// ErrMassDeleteHeld is returned when a sync found more than half of the
+// tracked files (at least MassDeleteMin) or the whole folder gone and did
+// not commit those deletions.
+var ErrMassDeleteHeld = errors.New("mass delete held")
+
+// MassDeleteMin is the fewest tracked files for the half rule to apply.
+const MassDeleteMin = 20
+
+// IsMassDelete reports whether deleting deleted of tracked files (with
+// remaining files left) must be held for a person to confirm: more than
+// half of at least MassDeleteMin, or every file.
+func IsMassDelete(deleted, tracked, remaining int) bool {
+	if deleted == 0 {
+		return false
+	}
+	if remaining <= 0 && deleted >= tracked {
+		return true // the whole folder vanished
+	}
+	return tracked >= MassDeleteMin && deleted*2 > tracked
+}
+
+// DirectWriteMessage is the commit message of a file written straight into
+// the work tree.
+func DirectWriteMessage(kind, path string) string {
+	return "memory: " + kind + " " + path
+}
+
+// commitOutcome is what one pass of the pipeline did.
+type commitOutcome struct {
+	Committed int
+	Held      []string // deletions held by the mass-delete guard
+	Restored  []string // read-only writes undone
+}
+
+// commitDirect commits paths written straight into the folder, one commit
+// per path, through the one pipeline (gitmem.Commit): under the repo's
+// locks, against the bytes that get hashed, a write to a read-only block is
+// undone (its bytes kept under .git/memfsd/rejected/) and a mass deletion is
+// held unless acceptDeletes. The watcher's flush, a rescan and `memfsd
+// sync` all come here, so they decide alike. Holds are recorded on disk.
+func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome, error) {
+	var out commitOutcome
+	repo := a.repository()
+	if repo == nil || len(paths) == 0 {
+		return out, nil
+	}
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	res, err := repo.Commit(gitmem.CommitRequest{
+		Paths:   paths,
+		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
+		Guard:   directWriteGuard(acceptDeletes),
+		Keep:    a.keepRejected,
+	})
+	out.Committed, out.Held = len(res.Commits), res.Held
+	for _, rs := range res.Restored {
+		out.Restored = append(out.Restored, rs.Path)
+		a.log.Warn("undid a direct write to a read-only block; rejected bytes kept", "path", rs.Path)
+	}
+	if herr := a.updateHeld(res.Held, res.Committed); herr != nil && err == nil {
+		err = herr
+	}
+	if len(res.Held) > 0 {
+		a.log.Warn("mass delete held: nothing deleted on the remote", "files", len(res.Held))
+	}
+	return out, err
+}
+
+// directWriteGuard is the pipeline's judgement of direct writes: read-only
+// blocks (and any change of read_only) are restored, a mass deletion held.
+func directWriteGuard(acceptDeletes bool) gitmem.Guard {
+	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+		verdicts := make([]gitmem.Verdict, len(b.Views))
+		deletes, creates := 0, 0
+		for i, v := range b.Views {
+			if blocks.MayBeReadOnly(v.Path) {
+				old, err := v.Head()
+				if err != nil {
+					return nil, err
+				}
+				work := v.Data
+				if v.Kind != gitmem.ChangeDelete && work == nil {
+					work = []byte{}
+				}
+				if blocks.CheckAgentWrite(v.Path, old, work) != nil {
+					verdicts[i] = gitmem.Restore
+					continue
+				}
+			}
+			switch v.Kind {
+			case gitmem.ChangeDelete:
+				deletes++
+			case gitmem.ChangeCreate:
+				creates++
+			}
+		}
+		if deletes == 0 || acceptDeletes {
+			return verdicts, nil
+		}
+		tracked, err := b.Tracked()
+		if err != nil {
+			return nil, err
+		}
+		if IsMassDelete(deletes, tracked, tracked-deletes+creates) {
+			for i, v := range b.Views {
+				if v.Kind == gitmem.ChangeDelete && verdicts[i] == gitmem.Accept {
+					verdicts[i] = gitmem.Hold
+				}
+			}
+		}
+		return verdicts, nil
+	}
+}
+
+// updateHeld adds newly held deletions to the record and drops committed
+// ones.
+func (a *Agent) updateHeld(held, committed []string) error {
+	old := a.readHeld()
+	if len(held) == 0 && len(old) == 0 {
+		return nil
+	}
+	next := append([]string(nil), held...)
+	for _, p := range old {
+		if !slices.Contains(committed, p) && !slices.Contains(next, p) {
+			next = append(next, p)
+		}
+	}
+	return a.writeHeld(next)
+}

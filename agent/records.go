@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// memfsd's own records live in .git/memfsd/, beside the repository and out
+// of the agent's tree: every route to a decision (the daemon, `memfsd
+// sync`, a restart) reads the same state from them.
+const (
+	// heldDeletesFile lists the deletions the mass-delete guard held.
+	heldDeletesFile = "held-deletes.json"
+	// rejectedDir keeps the bytes of direct writes to read-only blocks that
+	// were undone: <unix-nanos>-<path with / as %>.
+	rejectedDir = "rejected"
+	// rejectedSeenFile holds the time the agent fetched its reminders while
+	// rejections were shown; the next turn moves it to rejectedToldFile.
+	rejectedSeenFile = "rejected-seen"
+	// rejectedToldFile holds the time up to which rejections were told.
+	rejectedToldFile = "rejected-told"
+)
+
+// DefaultRejectedKeep bounds the rejected files kept per agent (newest).
+const DefaultRejectedKeep = 100
+
+func (a *Agent) recordPath(name string) string {
+	return filepath.Join(a.Dir(), ".git", "memfsd", name)
+}
+
+// readHeld reads the held-deletes record (nil when none).
+func (a *Agent) readHeld() []string {
+	data, err := os.ReadFile(a.recordPath(heldDeletesFile))
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	if json.Unmarshal(data, &paths) != nil {
+		return nil
+	}
+	return paths
+}
+
+// writeHeld replaces the held-deletes record (removes it for none).
+func (a *Agent) writeHeld(paths []string) error {
+	p := a.recordPath(heldDeletesFile)
+	if len(paths) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("record held deletes: %w", err)
+		}
+		return nil
+	}
+	slices.Sort(paths)
+	data, _ := json.Marshal(slices.Compact(paths))
+	return writeRecord(p, data)
+}
+
+// keepRejected stores bytes a guard took out of the work tree and prunes
+// the folder to the newest DefaultRejectedKeep files.
+func (a *Agent) keepRejected(rel string, data []byte) error {
+	dir := a.recordPath(rejectedDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("keep rejected %s: %w", rel, err)
+	}
+	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
+	if err := writeRecord(filepath.Join(dir, name), data); err != nil {
+		return fmt.Errorf("keep rejected %s: %w", rel, err)
+	}
+	return pruneRejected(dir, DefaultRejectedKeep)
+}
+
+// pruneRejected removes all but the newest keep files of dir.
+func pruneRejected(dir string, keep int) error {
+	names := rejectedNames(dir)
+	for len(names) > keep {
+		if err := os.Remove(filepath.Join(dir, names[0].file)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		names = names[1:]
+	}
+	return nil
+}
+
+type rejectedName struct {
+	file string
+	at   int64
+	path string
+}
+
+// rejectedNames lists the rejected files, oldest first.
+func rejectedNames(dir string) []rejectedName {
+	entries, _ := os.ReadDir(dir)
+	var out []rejectedName
+	for _, e := range entries {
+		at, rest, ok := strings.Cut(e.Name(), "-")
+		n, err := strconv.ParseInt(at, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		out = append(out, rejectedName{file: e.Name(), at: n, path: strings.ReplaceAll(rest, "%", "/")})
+	}
+	slices.SortFunc(out, func(x, y rejectedName) int { return int(x.at - y.at) })
+	return out
+}
+
+// untoldRejections lists the paths of rejections the agent was not yet told
+// of (newer than the told mark).
+func (a *Agent) untoldRejections() []string {
+	told := readStamp(a.recordPath(rejectedToldFile))
+	var out []string
+	for _, n := range rejectedNames(a.recordPath(rejectedDir)) {
+		if n.at > told && !slices.Contains(out, n.path) {
+			out = append(out, n.path)
+		}
+	}
+	return out
+}
+
+// markRejectionsSeen notes that the agent fetched reminders showing
+// rejections; the next turn makes them told.
+func (a *Agent) markRejectionsSeen() {
+	if len(a.untoldRejections()) == 0 {
+		return
+	}
+	_ = writeRecord(a.recordPath(rejectedSeenFile), []byte(strconv.FormatInt(time.Now().UnixNano(), 10)))
+}
+
+// settleRejections, at a turn, turns a "seen" mark into "told".
+func (a *Agent) settleRejections() {
+	seen := a.recordPath(rejectedSeenFile)
+	if _, err := os.Stat(seen); err == nil {
+		_ = os.Rename(seen, a.recordPath(rejectedToldFile))
+	}
+}
+
+func readStamp(p string) int64 {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return n
+}
+
+// writeRecord writes a record atomically (temporary file, rename), 0600.
+func writeRecord(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

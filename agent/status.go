@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/retry"
+)
+
+// Agent states (SPEC §6).
+const (
+	StateClean    = "clean"
+	StateDirty    = "dirty"
+	StateAhead    = "ahead"
+	StateConflict = "conflict"
+	StateDegraded = "degraded"
+	StateError    = "error"
+)
+
+// Turn outcomes.
+const (
+	OutcomePushed   = "pushed"
+	OutcomeClean    = "clean"
+	OutcomeConflict = "conflict"
+	OutcomeDelayed  = "delayed"
+	OutcomeFailed   = "failed"
+)
+
+// LastError is the last sync failure of an agent.
+type LastError struct {
+	Class    string    `json:"class"`
+	Message  string    `json:"message"`
+	At       time.Time `json:"at"`
+	Attempts int       `json:"attempts"`
+}
+
+// Status is an agent's state as the API and `memfsd status` show it.
+type Status struct {
+	Agent      string     `json:"agent"`
+	Dir        string     `json:"dir"`
+	Remote     string     `json:"remote"`
+	Branch     string     `json:"branch"`
+	Head       string     `json:"head"`
+	RemoteHead string     `json:"remote_head"`
+	Ahead      int        `json:"ahead"`
+	Behind     int        `json:"behind"`
+	Dirty      []string   `json:"dirty"`
+	State      string     `json:"state"`
+	LastError  *LastError `json:"last_error"`
+	LastPushAt *time.Time `json:"last_push_at"`
+	// LastSyncAt is when this process last synced the agent successfully
+	// (null until the start-up sync succeeded).
+	LastSyncAt *time.Time `json:"last_sync_at"`
+	Conflicts  []string   `json:"conflicts"`
+	Backups    []string   `json:"backups"`
+	// HeldDeletes are deletions the mass-delete guard did not commit.
+	HeldDeletes []string `json:"held_deletes,omitempty"`
+	// ReadOnlyRejected are direct writes to read-only blocks that were
+	// undone and not yet told to the agent.
+	ReadOnlyRejected []string `json:"read_only_rejected,omitempty"`
+	Ready            bool     `json:"ready"`
+}
+
+// TurnResult is the answer to a turn.
+type TurnResult struct {
+	Outcome string `json:"outcome"`
+	Pushed  int    `json:"pushed"`
+	Status  Status `json:"status"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Status reads the agent's state from its repository and memfsd's records
+// on disk (never from one process's memory, so the daemon and `memfsd
+// sync` agree), plus this process's last sync error. With scan the work
+// tree is walked for dirty paths; without, dirty is the pending writes,
+// so the cost does not grow with the number of files.
+func (a *Agent) Status(scan bool) Status {
+	st := Status{
+		Agent:     a.ID,
+		Dir:       a.Dir(),
+		Remote:    RedactURL(a.cfg.RemoteURL(a.ID)),
+		Branch:    gitmem.DefaultBranch,
+		Dirty:     []string{},
+		Conflicts: []string{},
+		Backups:   []string{},
+	}
+	a.mu.Lock()
+	repo := a.repo
+	st.Ready = repo != nil
+	if a.lastErr != nil {
+		e := *a.lastErr
+		st.LastError = &e
+	}
+	if !a.lastPush.IsZero() {
+		t := a.lastPush.UTC()
+		st.LastPushAt = &t
+	}
+	if !a.lastSync.IsZero() {
+		t := a.lastSync.UTC()
+		st.LastSyncAt = &t
+	}
+	pending := make([]string, 0, len(a.pending))
+	for p := range a.pending {
+		pending = append(pending, p)
+	}
+	a.mu.Unlock()
+
+	broken := repo == nil
+	if repo != nil {
+		rs, err := repo.Position()
+		if scan && err == nil {
+			rs, err = repo.Status()
+		}
+		if err != nil {
+			broken = true
+		} else {
+			st.Head, st.RemoteHead = hashString(rs.Head), hashString(rs.RemoteHead)
+			st.Ahead, st.Behind = rs.Ahead, rs.Behind
+			if scan {
+				for _, d := range rs.Dirty {
+					st.Dirty = append(st.Dirty, d.Path)
+				}
+			} else {
+				slices.Sort(pending)
+				st.Dirty = append(st.Dirty, pending...)
+			}
+			if c, err := repo.ConflictCopies(); err == nil && c != nil {
+				st.Conflicts = c
+			}
+			if b, err := repo.Backups(); err == nil && b != nil {
+				st.Backups = b
+			}
+			st.HeldDeletes = a.heldDeletes(repo)
+			st.ReadOnlyRejected = a.untoldRejections()
+		}
+	}
+	st.State = stateOf(st, broken)
+	return st
+}
+
+// heldDeletes is the held-deletes record narrowed to what still holds:
+// still in HEAD and still missing from the work tree. A deletion committed
+// elsewhere (memfsd sync --accept-deletes) or a file put back clears it.
+func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
+	held := a.readHeld()
+	if len(held) == 0 {
+		return nil
+	}
+	tracked, err := repo.TrackedFiles()
+	if err != nil {
+		return held
+	}
+	var out []string
+	for _, p := range held {
+		if _, ok := slices.BinarySearch(tracked, p); !ok {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		_ = a.writeHeld(nil)
+	}
+	return out
+}
+
+func stateOf(st Status, broken bool) string {
+	switch {
+	case broken, len(st.HeldDeletes) > 0:
+		return StateError
+	case st.LastError != nil:
+		switch retry.Class(st.LastError.Class) {
+		case retry.ClassAuth, retry.ClassNotFound, retry.ClassPermanent:
+			return StateError
+		}
+		return StateDegraded
+	case len(st.Conflicts) > 0:
+		return StateConflict
+	case len(st.Dirty) > 0:
+		return StateDirty
+	case st.Ahead > 0 || st.Behind > 0:
+		return StateAhead
+	}
+	return StateClean
+}
+
+func hashString(h interface {
+	IsZero() bool
+	String() string
+}) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// Ahead counts local commits the remote lacks (0 when unknown).
+func (a *Agent) Ahead() int {
+	repo := a.repository()
+	if repo == nil {
+		return 0
+	}
+	st, err := repo.Position()
+	if err != nil {
+		return 0
+	}
+	return st.Ahead
+}
+
+// Reminders are the agent's reminders now; fetching them marks shown
+// read-only rejections as seen (told after the next turn).
+func (a *Agent) Reminders() []reminders.Reminder {
+	rs := BuildReminders(a.Status(true), time.Now())
+	a.markRejectionsSeen()
+	return rs
+}
+
+// BuildReminders turns a status into reminders.
+func BuildReminders(st Status, now time.Time) []reminders.Reminder {
+	rs := reminders.State{
+		Agent:            st.Agent,
+		Conflicts:        st.Conflicts,
+		Ahead:            st.Ahead,
+		ReadOnlyRejected: st.ReadOnlyRejected,
+		HeldDeletes:      st.HeldDeletes,
+		Backups:          st.Backups,
+	}
+	if st.LastError != nil {
+		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts
+	}
+	return reminders.Build(rs, now)
+}
+
+// ReadStatus reads an agent's status from disk, with no daemon: nothing is
+// cloned, nothing runs.
+func ReadStatus(cfg *Config, id string) (Status, error) {
+	a, err := New(cfg, id)
+	if err != nil {
+		return Status{}, err
+	}
+	repo, err := gitmem.Open(a.Dir(), gitmem.Remote{URL: cfg.RemoteURL(id)}, gitmem.Options{Logger: cfg.Logger})
+	if err != nil {
+		return Status{}, err
+	}
+	defer repo.Close()
+	a.repo = repo
+	return a.Status(true), nil
+}

@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/retry"
+)
+
+// SyncOptions adjust a sync.
+type SyncOptions struct {
+	// AcceptDeletes commits a mass deletion instead of holding it.
+	AcceptDeletes bool
+	// SkipScan skips looking for uncommitted files (the watcher already
+	// committed them): only reconcile and push.
+	SkipScan bool
+}
+
+// SyncResult says what a sync did.
+type SyncResult struct {
+	Pulled    bool // commits from elsewhere were brought in
+	Committed int  // commits made from uncommitted files
+	Pushed    int  // commits sent to the remote
+	Head      plumbing.Hash
+	Replayed  int      // local commits rebuilt on the remote tip
+	Conflicts []string // conflict copies made (recovery)
+	Backup    string   // backup ref made before a restore
+	Held      []string // deletions held by the mass-delete guard
+	Attempts  int      // sync attempts (retries + 1)
+	LastClass retry.Class
+}
+
+// Sync clones on first use, commits every uncommitted file (one commit
+// each, through the pipeline), then reconciles with the remote and pushes:
+// fast-forward, replay with three-way merge, or restore after a history
+// replacement (gitmem.Reconcile), with retryable failures retried under the
+// backoff policy. A mass deletion is held unless opts.AcceptDeletes; the
+// rest still syncs and the error is ErrMassDeleteHeld. Other errors are
+// *retry.Error naming the operation. Every failed attempt is recorded at
+// once (the agent is degraded while the retries go on); success clears it.
+func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
+	var res SyncResult
+	if err := a.ensureRepo(ctx); err != nil {
+		a.recordErr(err, 1)
+		return res, err
+	}
+	repo := a.repository()
+	var held error
+	if !opts.SkipScan {
+		n, heldPaths, err := a.commitUncommitted(opts.AcceptDeletes)
+		res.Committed, res.Held = n, heldPaths
+		if err != nil {
+			err = retry.Wrap("commit "+a.ID, err)
+			a.recordErr(err, 1)
+			return res, err
+		}
+		if len(heldPaths) > 0 {
+			held = fmt.Errorf("sync %s: %w: %d files deleted at once (run memfsd sync --agent %s --accept-deletes to commit the deletions, or restore the files)",
+				a.ID, ErrMassDeleteHeld, len(heldPaths), a.ID)
+		}
+	}
+	var rr gitmem.ReconcileResult
+	attempt := 0
+	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func() error {
+		attempt++
+		var err error
+		rr, err = repo.Reconcile(ctx)
+		if err != nil {
+			a.recordErr(retry.Wrap("sync "+a.ID, err), attempt)
+		}
+		return err
+	})
+	res.Attempts, res.LastClass = out.Attempts, out.LastClass
+	res.Pulled, res.Pushed, res.Head = rr.Pulled, rr.Pushed, rr.Head
+	res.Replayed, res.Conflicts, res.Backup = rr.Replayed, rr.Conflicts, rr.Backup
+	if res.Pulled && a.Hooks.Pulled != nil {
+		a.Hooks.Pulled()
+	}
+	if err != nil {
+		a.log.Warn("sync failed", "class", string(retry.ClassOf(err)), "attempts", res.Attempts, "err", err)
+		return res, err
+	}
+	// A remote emptied behind our back (unborn after the reconcile) gets
+	// the default blocks again.
+	if initialised, err := a.initialiseIfEmpty(repo); err != nil {
+		a.recordErr(err, 1)
+		return res, err
+	} else if initialised {
+		if _, err := repo.Push(ctx); err != nil {
+			err = retry.Wrap("push "+a.ID, err)
+			a.recordErr(err, 1)
+			return res, err
+		}
+	}
+	a.mu.Lock()
+	if a.lastErr != nil {
+		a.log.Info("sync recovered", "after_class", a.lastErr.Class)
+	}
+	a.lastErr = nil
+	a.lastSync = time.Now()
+	if res.Pushed > 0 {
+		a.lastPush = time.Now()
+	}
+	a.mu.Unlock()
+	// PRUNE-BACKUPS
+	return res, held
+}
+
+// commitUncommitted commits each dirty path through the pipeline.
+func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
+	dirty, err := a.repository().DirtyPaths()
+	if err != nil {
+		return 0, nil, err
+	}
+	paths := make([]string, 0, len(dirty))
+	for _, d := range dirty {
+		paths = append(paths, d.Path)
+	}
+	out, err := a.commitDirect(paths, acceptDeletes)
+	if a.Hooks.Committed != nil && out.Committed > 0 {
+		a.Hooks.Committed(out.Committed)
+	}
+	return out.Committed, out.Held, err
+}

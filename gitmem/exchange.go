@@ -1,0 +1,207 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"golang.org/x/sys/unix"
+)
+
+// displaced is what stood at a work-tree path at the instant memfsd
+// replaced or removed it.
+type displaced struct {
+	existed bool
+	data    []byte
+	mode    filemode.FileMode
+}
+
+// is reports whether the displaced file was exactly the blob h with mode
+// (absent matches a zero hash).
+func (d displaced) is(h plumbing.Hash, mode filemode.FileMode) bool {
+	if !d.existed {
+		return h.IsZero()
+	}
+	return !h.IsZero() && blobHash(d.data) == h && d.mode == mode
+}
+
+// noExchange is set once the filesystem refuses RENAME_EXCHANGE; from then
+// on replacing a file reads it first and renames over it (a small window in
+// which an agent's write can be displaced unseen).
+var noExchange atomic.Bool
+
+// exchangeWorkFile puts data at rel in one step and returns exactly what it
+// displaced: the new version is written to a temporary file beside it and
+// swapped in with renameat2(RENAME_EXCHANGE), so a write the agent makes at
+// any moment is either displaced (and returned, for the caller to check and
+// put back) or lands on the new version afterwards — never lost unseen.
+func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+		// A folder stands where the file goes: the tree replaced it.
+		st, err := r.writeWorkFile(rel, data, mode)
+		return displaced{}, st, err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		st, err := r.writeWorkFile(rel, data, mode) // a file where a folder must go
+		return displaced{}, st, err
+	}
+	tmp, err := writeTemp(filepath.Dir(abs), data, mode)
+	if err != nil {
+		return displaced{}, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	defer os.Remove(tmp) // after an exchange it holds the displaced file
+	var old displaced
+	for attempt := 0; ; attempt++ {
+		if noExchange.Load() {
+			if old, err = readDisplaced(abs); err != nil {
+				return old, nil, fmt.Errorf("write %s: %w", rel, err)
+			}
+			if err := os.Rename(tmp, abs); err != nil {
+				return old, nil, fmt.Errorf("write %s: %w", rel, err)
+			}
+			break
+		}
+		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_EXCHANGE)
+		if err == nil {
+			if old, err = readDisplaced(tmp); err != nil {
+				return old, nil, fmt.Errorf("write %s: read displaced: %w", rel, err)
+			}
+			break
+		}
+		if errors.Is(err, unix.ENOENT) {
+			// Nothing there: move in only if that is still so.
+			err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, unix.EEXIST) && attempt < 10 {
+				continue // the agent created it meanwhile: exchange instead
+			}
+		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			if !noExchange.Swap(true) {
+				r.log.Warn("the filesystem has no rename-exchange: replacing work-tree files by read-then-rename", "err", err)
+			}
+			continue
+		}
+		return old, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return old, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	return old, st, nil
+}
+
+// takeWorkFile removes rel in one step (renamed aside, then read) and
+// returns what it removed; folders it leaves empty go too.
+func (r *Repo) takeWorkFile(rel string) (displaced, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
+		return displaced{}, nil
+	}
+	tmp := filepath.Join(filepath.Dir(abs), fmt.Sprintf(".memfsd-tmp-take-%d", tmpSeq.Add(1)))
+	if err := os.Rename(abs, tmp); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return displaced{}, nil
+		}
+		return displaced{}, fmt.Errorf("delete %s: %w", rel, err)
+	}
+	old, err := readDisplaced(tmp)
+	if err != nil {
+		// Put it back rather than lose it.
+		_ = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE)
+		return old, fmt.Errorf("delete %s: %w", rel, err)
+	}
+	os.Remove(tmp)
+	for d := filepath.Dir(abs); d != r.Dir && len(d) > len(r.Dir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return old, nil
+}
+
+// putBack restores an agent's bytes that a replace or delete displaced
+// although they were not the version it expected. A write the agent made
+// after the displacement is newer than the one put back: it wins (it is
+// kept, the older one is the agent's own overwrite).
+func (r *Repo) putBack(rel string, d displaced, ours plumbing.Hash, oursMode filemode.FileMode) error {
+	for attempt := 0; attempt < 10 && d.existed; attempt++ {
+		got, _, err := r.exchangeWorkFile(rel, d.data, d.mode)
+		if err != nil {
+			return err
+		}
+		if got.is(ours, oursMode) {
+			return nil // our version went out, the agent's came back
+		}
+		d = got // the agent wrote again meanwhile: that write is newest
+	}
+	return nil
+}
+
+var tmpSeq atomic.Int64
+
+// writeTemp writes data (a file, or a symlink's target) to a new temporary
+// name in dir, named so that scans and the watcher skip it.
+func writeTemp(dir string, data []byte, mode filemode.FileMode) (string, error) {
+	if mode == filemode.Symlink {
+		name := filepath.Join(dir, fmt.Sprintf(".memfsd-tmp-link-%d-%d", os.Getpid(), tmpSeq.Add(1)))
+		return name, os.Symlink(string(data), name)
+	}
+	perm := os.FileMode(0o600)
+	if mode == filemode.Executable {
+		perm = 0o700
+	}
+	f, err := os.CreateTemp(dir, ".memfsd-tmp-")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// readDisplaced reads the file (or symlink) at p; absent is not an error.
+func readDisplaced(p string) (displaced, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return displaced{}, nil
+	}
+	if err != nil {
+		return displaced{}, err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		t, err := os.Readlink(p)
+		return displaced{existed: true, data: []byte(t), mode: filemode.Symlink}, err
+	case fi.Mode().IsRegular():
+		data, err := os.ReadFile(p)
+		mode := filemode.Regular
+		if fi.Mode()&0o111 != 0 {
+			mode = filemode.Executable
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		return displaced{existed: true, data: data, mode: mode}, err
+	}
+	return displaced{}, fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
+}
