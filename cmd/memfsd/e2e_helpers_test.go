@@ -74,8 +74,41 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startDaemon runs the binary on home against srv; args add flags.
+// startDaemon runs the binary on home against srv (args add flags) and
+// waits until it is healthy and every agent's start-up sync has ended.
 func startDaemon(t testing.TB, srv *gitserver.Server, home string, args ...string) *proc {
+	t.Helper()
+	p := launchDaemon(t, srv, home, args...)
+	p.waitHealthy(60 * time.Second)
+	// Healthy means every work tree is usable; the start-up syncs run on in
+	// the background. Most scenarios start from a settled daemon.
+	waitFor(t, 60*time.Second, "start-up syncs done", func() bool {
+		var out struct {
+			Agents []status `json:"agents"`
+		}
+		if code, err := p.get("/v1/agents", &out); err != nil || code != 200 {
+			return false
+		}
+		for _, st := range out.Agents {
+			if st.LastSyncAt == nil && string(st.LastError) == "null" {
+				return false
+			}
+		}
+		return true
+	})
+	return p
+}
+
+func (p *proc) waitHealthy(d time.Duration) {
+	p.t.Helper()
+	waitFor(p.t, d, "daemon healthy", func() bool {
+		code, _ := p.get("/healthz", nil)
+		return code == 200
+	})
+}
+
+// launchDaemon starts the binary and returns at once.
+func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, home: home, logs: &syncBuffer{}}
 	full := append([]string{"run", "--home", home, "--base-url", srv.URL, "--debounce", "50ms", "--log-level", "debug"}, args...)
@@ -100,26 +133,6 @@ func startDaemon(t testing.TB, srv *gitserver.Server, home string, args ...strin
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", p.logs.String())
 		}
-	})
-	waitFor(t, 60*time.Second, "daemon healthy", func() bool {
-		code, _ := p.get("/healthz", nil)
-		return code == 200
-	})
-	// Healthy means every work tree is usable; the start-up syncs run on in
-	// the background. Most scenarios start from a settled daemon.
-	waitFor(t, 60*time.Second, "start-up syncs done", func() bool {
-		var out struct {
-			Agents []status `json:"agents"`
-		}
-		if code, err := p.get("/v1/agents", &out); err != nil || code != 200 {
-			return false
-		}
-		for _, st := range out.Agents {
-			if st.LastSyncAt == nil && string(st.LastError) == "null" {
-				return false
-			}
-		}
-		return true
 	})
 	return p
 }
