@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,11 +71,27 @@ func (a *Agent) keepRejected(rel string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
 	}
-	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
+	name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
 	if err := writeRecord(filepath.Join(dir, name), data); err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
 	}
 	return pruneRejected(dir, DefaultRejectedKeep)
+}
+
+var lastNanos atomic.Int64
+
+// uniqueNanos is the time in nanoseconds, strictly increasing in this
+// process, so two rejections never share a name.
+func uniqueNanos() int64 {
+	for {
+		now, last := time.Now().UnixNano(), lastNanos.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if lastNanos.CompareAndSwap(last, now) {
+			return now
+		}
+	}
 }
 
 // pruneRejected removes all but the newest keep files of dir.
