@@ -40,6 +40,8 @@ type Config struct {
 	SecretPatterns []memtool.SecretPattern
 	NoSecretGuard  bool
 	Logger         *slog.Logger
+
+	validated bool // Validate ran: the config is shared read-only from then on
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -55,8 +57,12 @@ func ValidateID(id string) error {
 	return nil
 }
 
-// Validate checks the configuration and fills defaults.
+// Validate checks the configuration and fills defaults, once: after it the
+// config is shared by every agent and only read.
 func (c *Config) Validate() error {
+	if c.validated {
+		return nil
+	}
 	if c.Home == "" {
 		return errors.New("config: home is empty")
 	}
@@ -95,6 +101,7 @@ func (c *Config) Validate() error {
 		}
 		c.BaseURL = strings.TrimRight(u.String(), "/")
 	}
+	c.validated = true
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	}
 	var rr gitmem.ReconcileResult
 	attempt := 0
-	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func() error {
+	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func(ctx context.Context) error {
 		attempt++
 		var err error
 		rr, err = repo.Reconcile(ctx)

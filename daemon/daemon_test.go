@@ -145,6 +145,23 @@ func TestHandler_EmbeddedAgent(t *testing.T) {
 	if code := call("PUT", "/v1/agents/emb?wait=30s", "", &st); code != 200 || !st.Ready || st.Head == "" {
 		t.Fatalf("PUT agent = %d %+v", code, st)
 	}
+	waitStatus := func(what string, ok func(agent.Status) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var s agent.Status
+			call("GET", "/v1/agents/emb/status", "", &s)
+			if ok(s) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, s)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Ready (a usable work tree) comes before the start-up sync ends.
+	waitStatus("start-up sync", func(s agent.Status) bool { return s.LastSyncAt != nil })
 	var res struct {
 		Content string `json:"content"`
 		IsError bool   `json:"is_error"`
@@ -154,18 +171,7 @@ func TestHandler_EmbeddedAgent(t *testing.T) {
 	}
 	// A direct write, committed by the shared watcher through the agent.
 	os.WriteFile(filepath.Join(st.Dir, "b.md"), []byte("direct\n"), 0o600)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var s agent.Status
-		call("GET", "/v1/agents/emb/status", "", &s)
-		if len(s.Dirty) == 0 && s.Ahead >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("direct write not committed: %+v", s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitStatus("direct write committed", func(s agent.Status) bool { return len(s.Dirty) == 0 && s.Ahead >= 2 })
 	var tr agent.TurnResult
 	if code := call("POST", "/v1/agents/emb/turn?wait=30s", "", &tr); code != 200 || tr.Outcome != agent.OutcomePushed || tr.Status.Ahead != 0 {
 		t.Fatalf("turn = %d %+v", code, tr)

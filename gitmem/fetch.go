@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -57,8 +59,8 @@ func (r *Repo) session(ctx context.Context, receive bool) (transport.Session, er
 // Fetch downloads the remote branch and moves the remote-tracking ref. It
 // returns the remote tip, zero when the remote has no branch yet.
 func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	tip, err := r.fetch(ctx)
 	if err != nil {
 		return tip, fmt.Errorf("fetch: %w", err)
@@ -66,6 +68,9 @@ func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
 	return tip, nil
 }
 
+// fetch runs the network steps without r.mu: the ref advertisement and
+// the upload-pack exchange, streamed to a temporary file under .git; then,
+// under r.mu, the pack is stored and the tracking ref moved.
 func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	s, err := r.session(ctx, false)
 	if err != nil {
@@ -89,31 +94,68 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, nil
 	}
 	tip := ref.Hash()
-	if !r.objs.has(tip) {
+	r.mu.Lock()
+	has := r.objs.has(tip)
+	var haves []plumbing.Hash
+	if !has {
+		for _, name := range []string{r.branchRef(), r.trackingRef()} {
+			if h, err := readRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.has(h) && !slices.Contains(haves, h) {
+				haves = append(haves, h)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if !has {
 		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 		if ar.Capabilities.Supports(capability.NoProgress) {
 			_ = req.Capabilities.Set(capability.NoProgress)
 		}
 		req.Wants = []plumbing.Hash{tip}
-		for _, name := range []string{r.branchRef(), r.trackingRef()} {
-			if h, err := readRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.has(h) {
-				req.Haves = append(req.Haves, h)
-			}
-		}
-		resp, err := sess.UploadPack(ctx, req)
+		req.Haves = haves
+		pack, err := r.download(ctx, sess, req)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		err = packfile.UpdateObjectStorage(r.st, demuxSideband(req.Capabilities, resp))
-		resp.Close()
+		defer os.Remove(pack.Name())
+		defer pack.Close()
+		r.mu.Lock()
+		err = packfile.UpdateObjectStorage(r.st, pack)
+		r.mu.Unlock()
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait); err != nil {
 		return tip, err
 	}
 	return tip, nil
+}
+
+// download runs upload-pack and streams the pack into a temporary file
+// under .git/objects/pack (git's own tmp_ prefix), rewound for reading.
+func (r *Repo) download(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest) (*os.File, error) {
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	f, err := os.CreateTemp(filepath.Join(r.GitDir, "objects", "pack"), "tmp_fetch_")
+	if err != nil {
+		return nil, fmt.Errorf("store pack: %w", err)
+	}
+	if _, err := io.Copy(f, demuxSideband(req.Capabilities, resp)); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
 }
 
 func demuxSideband(l *capability.List, rd io.Reader) io.Reader {
@@ -229,12 +271,14 @@ type PullResult struct {
 // fine (a push is due). Diverged and unrelated histories are reported as
 // ErrNonFastForward / ErrUnrelatedHistory without touching the work tree.
 func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	remote, err := r.fetch(ctx)
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: fetch: %w", err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	local, err := r.Head()
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)

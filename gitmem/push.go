@@ -27,8 +27,8 @@ type PushResult struct {
 // the change, not the length of the history. A remote that moved on gives
 // ErrNonFastForward (or ErrUnrelatedHistory); nothing is overwritten.
 func (r *Repo) Push(ctx context.Context) (PushResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	res, err := r.push(ctx)
 	if err != nil {
 		return res, fmt.Errorf("push: %w", err)
@@ -36,9 +36,12 @@ func (r *Repo) Push(ctx context.Context) (PushResult, error) {
 	return res, nil
 }
 
+// push runs the network steps (ref advertisement, receive-pack) without
+// r.mu; reading the branch and building the pack, and moving the tracking
+// ref after, are the local steps under it. A commit landing meanwhile is
+// not in this push and stays ahead.
 func (r *Repo) push(ctx context.Context) (PushResult, error) {
-	local, err := r.Head()
-	if err != nil || local.IsZero() {
+	if local, err := r.lockedHead(); err != nil || local.IsZero() {
 		return PushResult{}, err
 	}
 	s, err := r.session(ctx, true)
@@ -59,16 +62,11 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 	if ref, ok := refs[plumbing.ReferenceName(r.branchRef())]; ok {
 		remote = ref.Hash()
 	}
+	r.mu.Lock()
+	local, commits, pack, nobj, err := r.preparePush(remote)
+	r.mu.Unlock()
 	res := PushResult{Head: local}
-	if remote == local {
-		return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
-	}
-	commits, err := r.commitsSince(local, remote)
-	if err != nil {
-		return res, err
-	}
-	pack, nobj, err := r.buildPack(commits)
-	if err != nil {
+	if err != nil || local == remote {
 		return res, err
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
@@ -88,7 +86,35 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 		}
 	}
 	res.Commits, res.Objects = len(commits), nobj
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+}
+
+// preparePush reads the branch and packs what the remote lacks (under
+// r.mu). When the remote already has the branch's tip, it only moves the
+// tracking ref.
+func (r *Repo) preparePush(remote plumbing.Hash) (plumbing.Hash, []plumbing.Hash, []byte, int, error) {
+	local, err := r.Head()
+	if err != nil {
+		return local, nil, nil, 0, err
+	}
+	if remote == local {
+		return local, nil, nil, 0, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+	}
+	commits, err := r.commitsSince(local, remote)
+	if err != nil {
+		return local, nil, nil, 0, err
+	}
+	pack, nobj, err := r.buildPack(commits)
+	return local, commits, pack, nobj, err
+}
+
+// lockedHead is Head under r.mu.
+func (r *Repo) lockedHead() (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Head()
 }
 
 // commitsSince lists the commits reachable from local but not from remote,

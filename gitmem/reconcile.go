@@ -41,8 +41,8 @@ type ReconcileResult struct {
 // any point leaves the old branch intact. The push is retried in a bounded
 // loop when another writer wins again.
 func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	var res ReconcileResult
 	// The common turn: we only added commits on top of what we last saw on
 	// the remote. Push straight away (the push checks the remote tip and
@@ -55,7 +55,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		return res, nil
 	}
 	for round := 0; round < DefaultPushRounds; round++ {
-		lastPushed, err := r.RemoteHead()
+		lastPushed, err := r.lockedRef(r.trackingRef())
 		if err != nil {
 			return res, err
 		}
@@ -63,48 +63,15 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if err != nil {
 			return res, fmt.Errorf("fetch: %w", err)
 		}
-		local, err := r.Head()
-		if err != nil {
+		done, err := r.integrate(lastPushed, remote, round, &res)
+		if errors.Is(err, ErrRefMoved) {
+			// A git command beside us moved the branch while we
+			// integrated: integrate again from its new tip.
+			r.log.Info("the branch moved during the sync; integrating again", "round", round+1)
+			continue
+		}
+		if err != nil || done {
 			return res, err
-		}
-		rel, err := r.relate(local, remote)
-		if err != nil {
-			return res, err
-		}
-		if round == 0 {
-			res.Relation = rel
-		}
-		if rel == Diverged && r.rewritten(lastPushed, remote) {
-			rel = Unrelated
-		}
-		switch rel {
-		case Behind:
-			if err := r.moveBranch(local, remote); err != nil {
-				return res, fmt.Errorf("fast-forward: %w", err)
-			}
-			res.Pulled = true
-			res.Head = remote
-			return res, nil
-		case Diverged, Unrelated:
-			var rr replayResult
-			if rel == Diverged {
-				rr, err = r.replay(local, remote)
-			} else {
-				if res.Backup, err = r.backup(local); err != nil {
-					return res, err
-				}
-				r.log.Warn("remote history replaced; local tip backed up", "backup", res.Backup, "old_tip", local.String())
-				rr, err = r.restore(local, remote)
-			}
-			if err != nil {
-				return res, fmt.Errorf("replay: %w", err)
-			}
-			if err := r.moveBranch(local, rr.Head); err != nil {
-				return res, fmt.Errorf("replay: move %s: %w", r.opts.Branch, err)
-			}
-			res.Pulled = true
-			res.Replayed += rr.Replayed
-			res.Conflicts = append(res.Conflicts, rr.Conflicts...)
 		}
 		pr, err := r.push(ctx)
 		res.Head = pr.Head
@@ -120,19 +87,71 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	return res, fmt.Errorf("push: %w (still losing the race after %d rounds)", ErrNonFastForward, DefaultPushRounds)
 }
 
+// integrate is the local step of a round, under r.mu: relate the branch to
+// the fetched remote tip, then fast-forward (done: nothing to push), or
+// replay / restore and move the branch. Local commits wait for it; it costs
+// the divergence, never the network.
+func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *ReconcileResult) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	local, err := r.Head()
+	if err != nil {
+		return false, err
+	}
+	rel, err := r.relate(local, remote)
+	if err != nil {
+		return false, err
+	}
+	if round == 0 {
+		res.Relation = rel
+	}
+	if rel == Diverged && r.rewritten(lastPushed, remote) {
+		rel = Unrelated
+	}
+	switch rel {
+	case Behind:
+		if err := r.moveBranch(local, remote); err != nil {
+			return false, fmt.Errorf("fast-forward: %w", err)
+		}
+		res.Pulled = true
+		res.Head = remote
+		return true, nil
+	case Diverged, Unrelated:
+		var rr replayResult
+		if rel == Diverged {
+			rr, err = r.replay(local, remote)
+		} else {
+			if res.Backup, err = r.backup(local); err != nil {
+				return false, err
+			}
+			r.log.Warn("remote history replaced; local tip backed up", "backup", res.Backup, "old_tip", local.String())
+			rr, err = r.restore(local, remote)
+		}
+		if err != nil {
+			return false, fmt.Errorf("replay: %w", err)
+		}
+		if err := r.moveBranch(local, rr.Head); err != nil {
+			return false, fmt.Errorf("replay: move %s: %w", r.opts.Branch, err)
+		}
+		res.Pulled = true
+		res.Replayed += rr.Replayed
+		res.Conflicts = append(res.Conflicts, rr.Conflicts...)
+	}
+	return false, nil
+}
+
+// lockedRef reads a ref under r.mu.
+func (r *Repo) lockedRef(name string) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return readRef(r.GitDir, name)
+}
+
 // pushIfOnlyAhead pushes when local only adds commits to the last known
 // remote tip. ok false (and no error) means: integrate first, because the
 // remote moved or local is not simply ahead.
 func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
-	lastPushed, err := r.RemoteHead()
-	if err != nil || lastPushed.IsZero() {
-		return PushResult{}, false, err
-	}
-	local, err := r.Head()
-	if err != nil || local == lastPushed {
-		return PushResult{}, false, err
-	}
-	if rel, err := r.relate(local, lastPushed); err != nil || rel != Ahead {
+	if ahead, err := r.onlyAhead(); err != nil || !ahead {
 		return PushResult{}, false, err
 	}
 	pr, err := r.push(ctx)
@@ -143,6 +162,23 @@ func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
 		return PushResult{}, false, nil
 	}
 	return pr, false, err
+}
+
+// onlyAhead reports whether the branch only adds commits to the last known
+// remote tip.
+func (r *Repo) onlyAhead() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lastPushed, err := r.RemoteHead()
+	if err != nil || lastPushed.IsZero() {
+		return false, err
+	}
+	local, err := r.Head()
+	if err != nil || local == lastPushed {
+		return false, err
+	}
+	rel, err := r.relate(local, lastPushed)
+	return rel == Ahead, err
 }
 
 // rewritten reports whether the remote no longer holds the commit we last

@@ -50,14 +50,24 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Repo is one work tree with .git inside. It is safe for concurrent use:
-// every operation holds the repo's mutex (go-git's Repository is not).
+// Repo is one work tree with .git inside, safe for concurrent use. Two
+// locks, and one rule: no network step ever holds mu.
+//   - mu guards local state (object store, refs, index, work tree; go-git's
+//     storage is not safe for concurrent use). Local writes take it, and
+//     syncs take it only around their local steps (storing a fetched pack,
+//     building a push pack, relating, replaying, moving refs), briefly.
+//   - syncMu serialises syncs (Fetch, Pull, Push, Reconcile) with each
+//     other; local writes never take it. A local commit landing while a
+//     sync waits on the remote is simply not in that sync: the branch moves
+//     by compare-and-swap (ErrRefMoved makes Reconcile integrate again) and
+//     the remote's own compare-and-swap guards the push.
 type Repo struct {
 	Dir    string
 	GitDir string
 	Remote Remote
 	opts   Options
 
+	syncMu sync.Mutex
 	mu     sync.Mutex
 	st     *filesystem.Storage
 	objs   *objectStore

@@ -5,6 +5,8 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +51,8 @@ func (c Class) NextStep() string {
 		return "check MEMFSD_TOKEN / --token-file and the username; nothing is retried until the next sync"
 	case ClassNotFound:
 		return "check --base-url and the agent id: the server has no such repository"
+	case ClassPermanent:
+		return "see the cause (a refused TLS certificate: fix the server's certificate or the CA bundle); commits stay local"
 	default:
 		return "see the cause; commits stay local"
 	}
@@ -118,6 +122,8 @@ func classify(err error) (Class, time.Duration) {
 		return ClassNotFound, 0
 	case errors.Is(err, gitmem.ErrLocked):
 		return ClassRetryable, 0
+	case isCertificateError(err):
+		return ClassPermanent, 0
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0
 	}
@@ -165,6 +171,23 @@ func classify(err error) (Class, time.Duration) {
 		}
 	}
 	return ClassPermanent, 0
+}
+
+// isCertificateError reports a TLS certificate the client refused: retrying
+// cannot help, a person must fix the certificate or the CA bundle.
+func isCertificateError(err error) bool {
+	var (
+		unknown  x509.UnknownAuthorityError
+		invalid  x509.CertificateInvalidError
+		hostname x509.HostnameError
+		verify   *tls.CertificateVerificationError
+	)
+	if errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &hostname) || errors.As(err, &verify) {
+		return true
+	}
+	// go-git's UnexpectedError has no Unwrap: fall back to the text.
+	msg := err.Error()
+	return strings.Contains(msg, "x509: ") || strings.Contains(msg, "tls: failed to verify certificate")
 }
 
 // retryAfter parses a Retry-After header (seconds or an HTTP date).

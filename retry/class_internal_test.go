@@ -54,7 +54,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestDo_StopsOnNonRetryable(t *testing.T) {
 	calls := 0
-	out, err := Do(context.Background(), Policy{Initial: time.Millisecond, Multiplier: 2, Max: time.Millisecond, Budget: time.Second}, "op", func() error {
+	out, err := Do(context.Background(), Policy{Initial: time.Millisecond, Multiplier: 2, Max: time.Millisecond, Budget: time.Second}, "op", func(context.Context) error {
 		calls++
 		return transport.ErrAuthenticationRequired
 	})
@@ -62,7 +62,7 @@ func TestDo_StopsOnNonRetryable(t *testing.T) {
 		t.Fatalf("calls %d, outcome %+v, err %v", calls, out, err)
 	}
 	calls = 0
-	out, err = Do(context.Background(), Policy{Initial: time.Millisecond, Multiplier: 2, Max: time.Millisecond, Budget: time.Second}, "op", func() error {
+	out, err = Do(context.Background(), Policy{Initial: time.Millisecond, Multiplier: 2, Max: time.Millisecond, Budget: time.Second}, "op", func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return syscall.ECONNRESET

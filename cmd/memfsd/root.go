@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -33,6 +34,9 @@ type globals struct {
 	retryInitial time.Duration
 	retryMax     time.Duration
 	retryBudget  time.Duration
+	attemptMax   time.Duration
+
+	http gitmem.HTTPTimeouts
 }
 
 // homeDir is --home with ~ expanded.
@@ -84,6 +88,11 @@ func newRootCmd() *cobra.Command {
 	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
 	f.DurationVar(&g.retryMax, "retry-max", retry.DefaultMax, "longest wait between retries (env MEMFSD_RETRY_MAX)")
 	f.DurationVar(&g.retryBudget, "retry-budget", retry.DefaultBudget, "total retry time per sync; past it commits stay local (env MEMFSD_RETRY_BUDGET)")
+	f.DurationVar(&g.attemptMax, "attempt-timeout", retry.DefaultAttemptTimeout, "bound on one sync attempt, all its requests included (env MEMFSD_ATTEMPT_TIMEOUT)")
+	f.DurationVar(&g.http.Dial, "http-dial-timeout", gitmem.DefaultDialTimeout, "TCP connect to the remote (env MEMFSD_HTTP_DIAL_TIMEOUT)")
+	f.DurationVar(&g.http.TLSHandshake, "http-tls-timeout", gitmem.DefaultTLSHandshakeTimeout, "TLS handshake with the remote (env MEMFSD_HTTP_TLS_TIMEOUT)")
+	f.DurationVar(&g.http.ResponseHeader, "http-response-timeout", gitmem.DefaultResponseHeaderTimeout, "request sent to response headers (env MEMFSD_HTTP_RESPONSE_TIMEOUT)")
+	f.DurationVar(&g.http.Idle, "http-idle-timeout", gitmem.DefaultIdleTimeout, "a connection making no progress on a read or write (env MEMFSD_HTTP_IDLE_TIMEOUT)")
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g))
@@ -140,7 +149,17 @@ func (g *globals) config() (*agent.Config, error) {
 	if g.retryInitial <= 0 || g.retryMax < g.retryInitial || g.retryBudget <= 0 {
 		return nil, fmt.Errorf("flags --retry-initial/--retry-max/--retry-budget: want 0 < initial <= max and budget > 0")
 	}
-	cfg.Retry = retry.Policy{Initial: g.retryInitial, Multiplier: retry.DefaultMultiplier, Max: g.retryMax, Budget: g.retryBudget}
+	if g.attemptMax <= 0 {
+		return nil, fmt.Errorf("flag --attempt-timeout: must be positive, got %s", g.attemptMax)
+	}
+	cfg.Retry = retry.Policy{Initial: g.retryInitial, Multiplier: retry.DefaultMultiplier, Max: g.retryMax, Budget: g.retryBudget, AttemptTimeout: g.attemptMax}
+	for name, d := range map[string]time.Duration{"http-dial-timeout": g.http.Dial, "http-tls-timeout": g.http.TLSHandshake,
+		"http-response-timeout": g.http.ResponseHeader, "http-idle-timeout": g.http.Idle} {
+		if d <= 0 {
+			return nil, fmt.Errorf("flag --%s: must be positive, got %s", name, d)
+		}
+	}
+	gitmem.InstallHTTPClient(g.http)
 	cfg.NoSecretGuard = g.noSecretGuard
 	if len(g.secretPatterns) > 0 {
 		cfg.SecretPatterns = memtool.DefaultSecretPatterns()

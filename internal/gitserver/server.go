@@ -40,6 +40,8 @@ type Server struct {
 	token   string
 	backend string
 	http    *httptest.Server
+	done    chan struct{} // closed by Close: hanging requests end
+	once    sync.Once
 
 	mu     sync.Mutex
 	faults []*Fault
@@ -66,8 +68,30 @@ type Fault struct {
 	Reset bool
 	// Delay is waited before answering (or passing the request on).
 	Delay time.Duration
+	// Hang accepts the request and says nothing until Release is called
+	// (then the request is passed on), the client goes away, or the server
+	// closes: a silent remote.
+	Hang bool
 	// Hits counts the requests the fault took.
 	Hits atomic.Int64
+
+	releaseOnce sync.Once
+	release     chan struct{}
+}
+
+func (f *Fault) released() chan struct{} {
+	f.releaseOnce.Do(func() { f.release = make(chan struct{}) })
+	return f.release
+}
+
+// Release lets the requests a Hang fault holds (and later ones) go on.
+func (f *Fault) Release() {
+	ch := f.released()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 // New starts a server on loopback; it is closed when the test ends. A
@@ -92,14 +116,17 @@ func Start(root, token string) (*Server, error) {
 	if _, err := os.Stat(backend); err != nil {
 		return nil, fmt.Errorf("find git-http-backend: %w", err)
 	}
-	s := &Server{Root: root, token: token, backend: backend}
+	s := &Server{Root: root, token: token, backend: backend, done: make(chan struct{})}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL
 	return s, nil
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.http.Close() }
+// Close stops the server; requests held by a Hang fault end first.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.done) })
+	s.http.Close()
+}
 
 // RemoteURL is the agent's state.git URL.
 func (s *Server) RemoteURL(agent string) string {
@@ -210,6 +237,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		if f.Delay > 0 {
 			time.Sleep(f.Delay)
+		}
+		if f.Hang {
+			select {
+			case <-f.released():
+			case <-r.Context().Done():
+				return
+			case <-s.done:
+				return
+			}
 		}
 		if f.Reset {
 			s.faulted.Add(1)

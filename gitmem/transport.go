@@ -1,0 +1,110 @@
+package gitmem
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// Defaults of HTTPTimeouts.
+const (
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout           = 60 * time.Second
+)
+
+// HTTPTimeouts bound every HTTP exchange with a remote, so a server that
+// accepts a connection and then says nothing costs a sync attempt, never a
+// hang. Zero fields take the defaults.
+type HTTPTimeouts struct {
+	Dial           time.Duration // TCP connect
+	TLSHandshake   time.Duration
+	ResponseHeader time.Duration // request sent → response headers
+	// Idle is how long an established connection may make no progress on
+	// a read or a write (a body that stalls midway), and how long a pooled
+	// connection is kept unused.
+	Idle time.Duration
+}
+
+// DefaultHTTPTimeouts are the Default* values.
+func DefaultHTTPTimeouts() HTTPTimeouts {
+	return HTTPTimeouts{Dial: DefaultDialTimeout, TLSHandshake: DefaultTLSHandshakeTimeout,
+		ResponseHeader: DefaultResponseHeaderTimeout, Idle: DefaultIdleTimeout}
+}
+
+func (t HTTPTimeouts) withDefaults() HTTPTimeouts {
+	d := DefaultHTTPTimeouts()
+	if t.Dial <= 0 {
+		t.Dial = d.Dial
+	}
+	if t.TLSHandshake <= 0 {
+		t.TLSHandshake = d.TLSHandshake
+	}
+	if t.ResponseHeader <= 0 {
+		t.ResponseHeader = d.ResponseHeader
+	}
+	if t.Idle <= 0 {
+		t.Idle = d.Idle
+	}
+	return t
+}
+
+// NewHTTPClient is an http.Client with these deadlines. Its transport is an
+// *http.Transport (go-git clones it for endpoints with TLS options) whose
+// connections set a fresh deadline before every read and write. go-git
+// passes each call's context into its requests (req.WithContext in
+// plumbing/transport/http), so a cancelled context ends a request too.
+func NewHTTPClient(t HTTPTimeouts) *http.Client {
+	t = t.withDefaults()
+	dialer := &net.Dialer{Timeout: t.Dial, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &idleConn{Conn: c, idle: t.Idle}, nil
+		},
+		TLSHandshakeTimeout:   t.TLSHandshake,
+		ResponseHeaderTimeout: t.ResponseHeader,
+		IdleConnTimeout:       t.Idle,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConnsPerHost:   16,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{Transport: tr}
+}
+
+// InstallHTTPClient installs, process-wide, a client with these deadlines
+// for go-git's http and https transports. The last call wins.
+func InstallHTTPClient(t HTTPTimeouts) {
+	c := githttp.NewClient(NewHTTPClient(t))
+	client.InstallProtocol("http", c)
+	client.InstallProtocol("https", c)
+}
+
+// idleConn fails a read or write that makes no progress for idle.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
