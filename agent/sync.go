@@ -106,7 +106,13 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		a.lastPush = time.Now()
 	}
 	a.mu.Unlock()
-	// PRUNE-BACKUPS
+	// Backup refs older than 30 days go (the newest 10 stay): at start-up,
+	// in a one-shot sync, and when this sync made one.
+	if !opts.SkipScan || res.Backup != "" {
+		if _, err := repo.PruneBackups(time.Now(), gitmem.DefaultBackupMaxAge, gitmem.DefaultBackupKeep); err != nil {
+			a.log.Warn("pruning old backup refs failed", "err", err)
+		}
+	}
 	return res, held
 }
 
