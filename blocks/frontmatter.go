@@ -12,7 +12,8 @@ type FrontMatter struct {
 	Present bool
 	Lines   []string // raw lines between the fences, without newlines
 	Body    []byte
-	rest    []byte // the fence line end ("---\n" or "---\r\n")
+	open    []byte // the opening fence line as written ("---\n" or "---\r\n")
+	rest    []byte // the closing fence line as written
 }
 
 // Parse splits content into front matter and body. Content without a
@@ -24,12 +25,14 @@ func Parse(content []byte) FrontMatter {
 		fm.Body = content
 		return fm
 	}
+	open := content[:len(content)-len(after)]
 	rest := after
 	var lines []string
 	for len(rest) > 0 {
 		line, next, _ := cutLine(rest)
 		if strings.TrimRight(string(line), "\r") == "---" {
 			fm.Present = true
+			fm.open = open
 			fm.Lines = lines
 			fm.rest = rest[:len(rest)-len(next)]
 			fm.Body = next
@@ -82,7 +85,11 @@ func (fm FrontMatter) Format() []byte {
 		return fm.Body
 	}
 	var b bytes.Buffer
-	b.WriteString("---\n")
+	if len(fm.open) > 0 {
+		b.Write(fm.open)
+	} else {
+		b.WriteString("---\n")
+	}
 	for _, l := range fm.Lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
