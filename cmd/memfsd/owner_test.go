@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
@@ -115,18 +116,14 @@ func TestRun_RemoteDownAtStartHundredAgents(t *testing.T) {
 // process: the daemon's next turn reports no hold and pushes nothing more.
 func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 	srv := gitserver.New(t, token)
+	fixture.Import(t, "memory-42", srv.RepoDir("acc"))
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "acc")
 	dir := memDir(home, "acc")
-	for i := 0; i < 30; i++ {
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%02d.md", i)), []byte("x\n"), 0o600)
+	for i := 0; i < 40; i++ {
+		os.Remove(filepath.Join(dir, fmt.Sprintf("notes/n%02d.md", i)))
 	}
-	waitFor(t, 30*time.Second, "30 commits", func() bool { return len(p.status("acc").Dirty) == 0 && commitCount(t, dir, "HEAD") >= 31 })
-	p.turn("acc")
-	for i := 0; i < 30; i++ {
-		os.Remove(filepath.Join(dir, fmt.Sprintf("m%02d.md", i)))
-	}
-	waitFor(t, 10*time.Second, "deletions held", func() bool { return len(p.status("acc").HeldDeletes) == 30 })
+	waitFor(t, 10*time.Second, "deletions held", func() bool { return len(p.status("acc").HeldDeletes) == 40 })
 	if r := p.reminders("acc"); !r.has("mass_delete_held") {
 		t.Fatalf("reminders = %+v", r)
 	}
@@ -143,7 +140,7 @@ func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 	if r := p.reminders("acc"); r.has("mass_delete_held") {
 		t.Fatalf("mass_delete_held still shown: %+v", r)
 	}
-	if out := git(t, srv.RepoDir("acc"), "ls-tree", "--name-only", "main"); strings.Contains(out, "m00.md") {
+	if out := git(t, srv.RepoDir("acc"), "ls-tree", "-r", "--name-only", "main"); strings.Contains(out, "notes/") {
 		t.Fatalf("deletions not on the remote:\n%s", out)
 	}
 }
