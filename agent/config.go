@@ -88,6 +88,11 @@ func (c *Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("config: base-url %q: want http(s)://host[:port][/prefix]", RedactURL(c.BaseURL))
 		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			// The agent's path is appended to the base: a query would end
+			// up in the middle, and a token in it in .git/config.
+			return fmt.Errorf("config: base-url %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", RedactURL(c.BaseURL))
+		}
 		// Credentials in the URL move to the auth header and out of the URL,
 		// so they never reach .git/config.
 		if u.User != nil {
@@ -105,7 +110,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// RedactURL strips credentials from a URL for display.
+// RedactURL strips credentials from a URL for display: the user-info and
+// every query value (a token in ?access_token= is as secret as a password).
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -113,6 +119,13 @@ func RedactURL(raw string) string {
 	}
 	if u.User != nil {
 		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"redacted"}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/memtool"
 )
 
@@ -61,12 +62,7 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
-	tmp := filepath.Join(filepath.Dir(abs), ".memfsd-tmp-set-"+filepath.Base(abs))
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		return "", fmt.Errorf("block set %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, abs); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(abs, content, 0o600, !a.cfg.NoFsync); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	_, err := repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)

@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // watcher is one inotify instance for every agent (an instance per agent
@@ -194,8 +195,7 @@ func relPath(root, p string) (string, bool) {
 	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
 		return "", false
 	}
-	base := filepath.Base(p)
-	if strings.HasPrefix(base, ".memfsd-tmp-") {
+	if atomicfile.IsTemp(p) {
 		return "", false
 	}
 	return rel, true

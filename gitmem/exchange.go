@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // displaced is what stood at a work-tree path at the instant memfsd
@@ -108,7 +110,7 @@ func (r *Repo) takeWorkFile(rel string) (displaced, error) {
 	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
 		return displaced{}, nil
 	}
-	tmp := filepath.Join(filepath.Dir(abs), fmt.Sprintf(".memfsd-tmp-take-%d", tmpSeq.Add(1)))
+	tmp := filepath.Join(filepath.Dir(abs), fmt.Sprintf("%stake-%d-%d", atomicfile.Prefix, os.Getpid(), tmpSeq.Add(1)))
 	if err := os.Rename(abs, tmp); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return displaced{}, nil
@@ -154,29 +156,14 @@ var tmpSeq atomic.Int64
 // name in dir, named so that scans and the watcher skip it.
 func writeTemp(dir string, data []byte, mode filemode.FileMode) (string, error) {
 	if mode == filemode.Symlink {
-		name := filepath.Join(dir, fmt.Sprintf(".memfsd-tmp-link-%d-%d", os.Getpid(), tmpSeq.Add(1)))
+		name := filepath.Join(dir, fmt.Sprintf("%slink-%d-%d", atomicfile.Prefix, os.Getpid(), tmpSeq.Add(1)))
 		return name, os.Symlink(string(data), name)
 	}
 	perm := os.FileMode(0o600)
 	if mode == filemode.Executable {
 		perm = 0o700
 	}
-	f, err := os.CreateTemp(dir, ".memfsd-tmp-")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return atomicfile.CreateTemp(dir, data, perm, false)
 }
 
 // readDisplaced reads the file (or symlink) at p; absent is not an error.

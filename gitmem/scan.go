@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // Change kinds reported by DirtyPaths, as in memfsd's commit messages.
@@ -79,7 +81,7 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 			}
 			return nil
 		}
-		if strings.HasPrefix(d.Name(), ".memfsd-tmp-") {
+		if atomicfile.IsTemp(d.Name()) {
 			return nil
 		}
 		entry, isTracked := tracked[rel]

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // ErrBadPath is returned for a path that is not a plain relative path inside
@@ -121,22 +123,7 @@ func (r *Repo) writeWorkFile(rel string, data []byte, mode filemode.FileMode) (*
 		if mode == filemode.Executable {
 			perm = 0o700
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(abs), ".memfsd-tmp-")
-		if err != nil {
-			return nil, fmt.Errorf("write %s: %w", rel, err)
-		}
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Chmod(perm)
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), abs)
-		}
-		if err != nil {
-			_ = os.Remove(tmp.Name())
+		if err := atomicfile.Write(abs, data, perm, false); err != nil {
 			return nil, fmt.Errorf("write %s: %w", rel, err)
 		}
 	}

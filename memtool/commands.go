@@ -63,6 +63,19 @@ func (t *Tool) view(in Input) (string, error) {
 	chars := 0
 	for i, line := range lines {
 		n := utf8.RuneCountInString(line) + 1
+		if i == 0 && n > ViewLimit {
+			// One line longer than the whole budget: cut inside it.
+			runes := []rune(line)
+			b.WriteString(numbered(start, string(runes[:ViewLimit])))
+			total := start + len(lines) - 1
+			fmt.Fprintf(&b, "\n[output cut at %d characters inside line %d, which has %d characters; the rest of that line is not shown",
+				ViewLimit, start, len(runes))
+			if total > start {
+				fmt.Fprintf(&b, "; read on after it with \"view_range\": [%d, %d]", start+1, total)
+			}
+			b.WriteString("]")
+			return b.String(), nil
+		}
 		if chars+n > ViewLimit && i > 0 {
 			last := start + i - 1
 			total := start + len(lines) - 1
@@ -160,6 +173,9 @@ func (t *Tool) create(in Input) (string, error) {
 	if rel == "" {
 		return "", toolErr("File %s already exists", in.Path)
 	}
+	if err := t.readOnlyFirst(rel, abs, in.Path); err != nil {
+		return "", err
+	}
 	if _, err := os.Lstat(abs); err == nil {
 		return "", toolErr("File %s already exists", in.Path)
 	}
@@ -206,11 +222,32 @@ func (t *Tool) readFile(shown, abs string) ([]byte, error) {
 	return data, nil
 }
 
+// readOnlyFirst answers a write command on a read-only path before any
+// other answer (exists, missing, ...): a fixed block by its path, any other
+// file by its front matter.
+func (t *Tool) readOnlyFirst(rel, abs, shown string) error {
+	if rel == "" {
+		return nil
+	}
+	if blocks.IsReadOnlyPath(rel) {
+		return toolErr("%s is read-only and cannot be modified", shown)
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() {
+		if data, err := os.ReadFile(abs); err == nil && blocks.IsReadOnly(rel, data) {
+			return toolErr("%s is read-only and cannot be modified", shown)
+		}
+	}
+	return nil
+}
+
 // readForEdit resolves a path to edit, reads the file, and refuses a
 // read-only block before any other answer about its content.
 func (t *Tool) readForEdit(p string) (string, []byte, error) {
 	rel, abs, err := t.resolve(p)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := t.readOnlyFirst(rel, abs, p); err != nil {
 		return "", nil, err
 	}
 	data, err := t.readFile(p, abs)
@@ -350,6 +387,9 @@ func (t *Tool) delete(in Input) (string, error) {
 	if rel == "" {
 		return "", toolErr("Cannot delete the /memories directory itself")
 	}
+	if err := t.readOnlyFirst(rel, abs, in.Path); err != nil {
+		return "", err
+	}
 	fi, err := os.Lstat(abs)
 	if err != nil {
 		return "", toolErr("The path %s does not exist", in.Path)
@@ -395,6 +435,12 @@ func (t *Tool) rename(in Input) (string, error) {
 	}
 	if oldRel == "" || newRel == "" {
 		return "", toolErr("Cannot rename the /memories directory itself")
+	}
+	if err := t.readOnlyFirst(oldRel, oldAbs, in.OldPath); err != nil {
+		return "", err
+	}
+	if err := t.readOnlyFirst(newRel, newAbs, in.NewPath); err != nil {
+		return "", err
 	}
 	if _, err := os.Lstat(newAbs); err == nil {
 		return "", toolErr("The destination %s already exists", in.NewPath)

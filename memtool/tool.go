@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // Input is one tool call, as the model sends it.
@@ -210,27 +211,7 @@ func writeAtomic(root, abs string, data []byte) error {
 	if err := mkdirPrivate(root, filepath.Dir(abs)); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(abs), ".memfsd-tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), abs)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(abs, data, 0o600, true)
 }
 
 // mkdirPrivate creates dir and its missing parents below root as 0700.

@@ -278,3 +278,44 @@ func TestTool_ReadOnlyAnsweredFirst(t *testing.T) {
 	e.expect(`{"command":"str_replace","path":"/memories/system/persona.md","old_str":"I","new_str":"U"}`,
 		"/memories/system/persona.md is read-only and cannot be modified", true)
 }
+
+// Every write command on a read-only path answers the read-only error
+// before any other (exists, missing, destination exists, ...).
+func TestTool_ReadOnlyAnsweredFirstForEveryWrite(t *testing.T) {
+	e := newEnv(t)
+	ro := "/memories/system/persona.md is read-only and cannot be modified"
+	e.expect(`{"command":"create","path":"/memories/system/persona.md","file_text":"x"}`, ro, true)
+	e.expect(`{"command":"insert","path":"/memories/system/persona.md","insert_line":0,"insert_text":"x"}`, ro, true)
+	e.expect(`{"command":"delete","path":"/memories/system/persona.md"}`, ro, true)
+	e.expect(`{"command":"rename","old_path":"/memories/system/persona.md","new_path":"/memories/p.md"}`, ro, true)
+	e.expect(`{"command":"create","path":"/memories/a.md","file_text":"a"}`, "File created successfully at: /memories/a.md", false)
+	e.expect(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/system/persona.md"}`, ro, true)
+	// A block deleted from disk is still read-only by its path.
+	os.Remove(filepath.Join(e.dir, "system", "human.md"))
+	e.expect(`{"command":"create","path":"/memories/system/human.md","file_text":"x"}`, "/memories/system/human.md is read-only and cannot be modified", true)
+	e.expect(`{"command":"str_replace","path":"/memories/system/human.md","old_str":"a","new_str":"b"}`, "/memories/system/human.md is read-only and cannot be modified", true)
+	// Front matter read_only: true makes any .md read-only, first too.
+	os.WriteFile(filepath.Join(e.dir, "locked.md"), []byte("---\nread_only: true\n---\nx\n"), 0o600)
+	e.expect(`{"command":"create","path":"/memories/locked.md","file_text":"x"}`, "/memories/locked.md is read-only and cannot be modified", true)
+}
+
+// A file of one line longer than the budget is cut inside that line.
+func TestTool_ViewCutsALongLine(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("x", 20000)
+	os.WriteFile(filepath.Join(e.dir, "one.md"), []byte(long), 0o600)
+	res := e.run(`{"command":"view","path":"/memories/one.md"}`)
+	if len(res.Content) > memtool.ViewLimit+300 || !strings.Contains(res.Content, "cut at 16000 characters inside line 1, which has 20000 characters") {
+		t.Fatalf("view of a 20,000-character line: %d characters, ends %q", len(res.Content), res.Content[max(0, len(res.Content)-200):])
+	}
+	os.WriteFile(filepath.Join(e.dir, "two.md"), []byte(long+"\nsecond\n"), 0o600)
+	res = e.run(`{"command":"view","path":"/memories/two.md"}`)
+	if !strings.HasSuffix(res.Content, `read on after it with "view_range": [2, 3]]`) {
+		t.Fatalf("hint: %q", res.Content[len(res.Content)-200:])
+	}
+	// Reading on from a later line works as before.
+	res = e.run(`{"command":"view","path":"/memories/two.md","view_range":[2,-1]}`)
+	if res.Content != "Here's the content of /memories/two.md with line numbers:\n     2\tsecond\n     3\t" {
+		t.Fatalf("view_range after the long line: %q", res.Content)
+	}
+}
