@@ -300,26 +300,3 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	}
 	return res, nil
 }
-
-// Clone makes dir a clone of the remote, or opens it when it already is one.
-// An empty remote leaves an unborn branch: the caller writes the first
-// commit and pushes it.
-func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo, error) {
-	if r, err := Open(dir, remote, opts); err == nil {
-		return r, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("clone: %w", err)
-	}
-	r, err := Init(dir, remote, opts)
-	if err != nil {
-		return nil, fmt.Errorf("clone: %w", err)
-	}
-	if _, err := r.Pull(ctx); err != nil {
-		// Leave no half-made repository behind: the next run starts over.
-		r.Close()
-		_ = os.RemoveAll(r.GitDir)
-		return nil, fmt.Errorf("clone: %w", err)
-	}
-	return r, nil
-}
