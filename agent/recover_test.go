@@ -14,6 +14,7 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -153,16 +154,10 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	write(t, a, "unpushed.md", "written after the last push\n")
 
 	// The server is reset: a new history with its own files.
-	peer := filepath.Join(t.TempDir(), "fresh")
-	os.MkdirAll(peer, 0o755)
-	git(t, peer, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(peer, "shared.md"), []byte("server version\n"), 0o644)
-	os.WriteFile(filepath.Join(peer, "server.md"), []byte("server only\n"), 0o644)
-	git(t, peer, "add", ".")
-	git(t, peer, "commit", "-qm", "server reset")
-	u := strings.Replace(srv.RemoteURL("unrel"), "http://", "http://memfsd:"+token+"@", 1)
-	git(t, peer, "push", "-q", "--force", u, "main")
-	serverTip := git(t, peer, "rev-parse", "HEAD")
+	// shared.md "server version", server.md "server only".
+	bare := srv.RepoDir("unrel")
+	fixture.ImportInto(t, "reset", bare)
+	serverTip := git(t, bare, "rev-parse", "main")
 	oldLocal := git(t, a.Dir(), "rev-parse", "HEAD")
 
 	res, err := a.Sync(context.Background(), agent.SyncOptions{})
@@ -176,7 +171,6 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 	if _, err := gitErrIn(a.Dir(), "merge-base", "--is-ancestor", oldLocal, res.Backup); err != nil {
 		t.Fatalf("backup %s does not contain the old tip", res.Backup)
 	}
-	bare := srv.RepoDir("unrel")
 	if _, err := gitErrIn(bare, "merge-base", "--is-ancestor", serverTip, "main"); err != nil {
 		t.Fatal("the server's history is not the base")
 	}

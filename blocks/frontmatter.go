@@ -10,10 +10,10 @@ import (
 // kept, so Format(Parse(x)) == x.
 type FrontMatter struct {
 	Present bool
-	Lines   []string // raw lines between the fences, without newlines
+	Lines   []string // raw lines between the fences, without "\n" (a CRLF file's keep "\r")
 	Body    []byte
-	open    []byte // the opening fence line as written ("---\n" or "---\r\n")
-	rest    []byte // the closing fence line as written
+	open    []byte // the opening fence line ("---\n" or "---\r\n")
+	rest    []byte // the closing fence line ("---\n", "---\r\n" or "---" at the end)
 }
 
 // Parse splits content into front matter and body. Content without a
@@ -25,15 +25,14 @@ func Parse(content []byte) FrontMatter {
 		fm.Body = content
 		return fm
 	}
-	open := content[:len(content)-len(after)]
 	rest := after
 	var lines []string
 	for len(rest) > 0 {
 		line, next, _ := cutLine(rest)
 		if strings.TrimRight(string(line), "\r") == "---" {
 			fm.Present = true
-			fm.open = open
 			fm.Lines = lines
+			fm.open = content[:len(content)-len(after)]
 			fm.rest = rest[:len(rest)-len(next)]
 			fm.Body = next
 			return fm
@@ -53,30 +52,77 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 	return b[:i], b[i+1:], true
 }
 
-// Get returns the value of key (trimmed, quotes removed).
+// Get returns the value of key's first top-level line (trimmed, quotes
+// and a trailing " # comment" removed).
 func (fm FrontMatter) Get(key string) (string, bool) {
 	for _, l := range fm.Lines {
-		k, v, ok := strings.Cut(l, ":")
-		if ok && strings.TrimSpace(k) == key && !strings.HasPrefix(l, " ") {
-			v = strings.TrimSpace(strings.TrimRight(v, "\r"))
-			v = strings.Trim(v, `"'`)
+		if k, v, ok := keyValue(l); ok && k == key {
 			return v, true
 		}
 	}
 	return "", false
 }
 
-// Set replaces key's value, or appends the key.
-func (fm *FrontMatter) Set(key, value string) {
-	fm.Present = true
-	for i, l := range fm.Lines {
-		k, _, ok := strings.Cut(l, ":")
-		if ok && strings.TrimSpace(k) == key && !strings.HasPrefix(l, " ") {
-			fm.Lines[i] = key + ": " + value
-			return
+// values returns the values of every top-level line of key: a duplicated
+// key is read differently by different YAML readers, so checks look at all.
+func (fm FrontMatter) values(key string) []string {
+	var out []string
+	for _, l := range fm.Lines {
+		if k, v, ok := keyValue(l); ok && k == key {
+			out = append(out, v)
 		}
 	}
-	fm.Lines = append(fm.Lines, key+": "+value)
+	return out
+}
+
+// keyValue splits a top-level "key: value" line. Indented lines belong to
+// a nested value and are not keys.
+func keyValue(line string) (key, value string, ok bool) {
+	if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") {
+		return "", "", false
+	}
+	k, v, ok := strings.Cut(line, ":")
+	if !ok {
+		return "", "", false
+	}
+	v = strings.TrimSpace(strings.TrimRight(v, "\r"))
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return strings.TrimSpace(k), v[1 : len(v)-1], true
+	}
+	// YAML: "#" after a blank (or first) starts a comment outside quotes.
+	for i := 0; i < len(v); i++ {
+		if v[i] == '#' && (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') {
+			v = strings.TrimSpace(v[:i])
+			break
+		}
+	}
+	return strings.TrimSpace(k), strings.Trim(v, `"'`), true
+}
+
+// Set replaces key's value, or appends the key. Later duplicates of the
+// key are dropped, so that every reader sees the new value.
+func (fm *FrontMatter) Set(key, value string) {
+	fm.Present = true
+	line := key + ": " + value
+	if bytes.HasSuffix(fm.open, []byte("\r\n")) {
+		line += "\r"
+	}
+	lines := fm.Lines[:0:0]
+	set := false
+	for _, l := range fm.Lines {
+		if k, _, ok := keyValue(l); ok && k == key {
+			if !set {
+				lines = append(lines, line)
+				set = true
+			}
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if !set {
+		lines = append(lines, line)
+	}
+	fm.Lines = lines
 }
 
 // Format writes the block back.
@@ -103,18 +149,20 @@ func (fm FrontMatter) Format() []byte {
 	return b.Bytes()
 }
 
-// ReadOnlyFlag reports whether content's front matter says read_only: true.
+// ReadOnlyFlag reports whether content's front matter says read_only: true
+// (on any read_only line, if the key is duplicated).
 func ReadOnlyFlag(content []byte) bool {
-	v, ok := Parse(content).Get("read_only")
-	return ok && strings.EqualFold(v, "true")
+	for _, v := range Parse(content).values("read_only") {
+		if strings.EqualFold(v, "true") {
+			return true
+		}
+	}
+	return false
 }
 
-// readOnlyValue is the raw read_only value ("" when absent), for change
-// detection: the agent may not add, remove or change it.
+// readOnlyValue is the raw read_only value ("" when absent; every value,
+// one a line, when duplicated), for change detection: the agent may not
+// add, remove or change it.
 func readOnlyValue(content []byte) string {
-	v, ok := Parse(content).Get("read_only")
-	if !ok {
-		return ""
-	}
-	return strings.ToLower(v)
+	return strings.ToLower(strings.Join(Parse(content).values("read_only"), "\n"))
 }

@@ -16,9 +16,29 @@ import (
 	"github.com/memfsd/memfsd/agent"
 )
 
-// Handler is the daemon's HTTP API (SPEC §6).
-func (d *Daemon) Handler() http.Handler {
+// AgentHandler is the API on the agent's socket (SPEC §6): the agent's
+// routes; the operator's are answered 403 with the admin socket's address.
+func (d *Daemon) AgentHandler(adminAddr string) http.Handler {
 	mux := http.NewServeMux()
+	d.agentRoutes(mux)
+	for _, pattern := range operatorPatterns {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusForbidden, fmt.Errorf("%s %s is an operator route: it is served only on the admin socket (%s), not on the agent's", r.Method, r.URL.Path, adminAddr))
+		})
+	}
+	return mux
+}
+
+// AdminHandler is the API on the operator's socket: every route.
+func (d *Daemon) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	d.agentRoutes(mux)
+	d.operatorRoutes(mux)
+	return mux
+}
+
+// agentRoutes are what the agent (and anyone on its socket) may call.
+func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !d.Ready() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false})
@@ -37,22 +57,6 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 	})
-	mux.HandleFunc("PUT /v1/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if err := d.Manage(id); err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
-		a := d.get(id)
-		wait, err := waitParam(r, 30*time.Second)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
-		extendWrite(w, wait)
-		waitReady(r.Context(), a, wait)
-		writeJSON(w, http.StatusOK, a.Status(true))
-	})
 	mux.HandleFunc("GET /v1/agents/{id}/status", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		writeJSON(w, http.StatusOK, a.Status(true))
 	}))
@@ -66,7 +70,6 @@ func (d *Daemon) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, a.Turn(r.Context().Done(), wait))
 	}))
 	d.memoryRoutes(mux)
-	return mux
 }
 
 // withAgent resolves {id}: 400 for a bad id, 404 for one not managed.

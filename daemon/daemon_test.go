@@ -115,7 +115,7 @@ func TestHandler_EmbeddedAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
-	srv := httptest.NewServer(d.Handler())
+	srv := httptest.NewServer(d.AdminHandler())
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string, out any) int {
 		t.Helper()

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -14,8 +12,7 @@ import (
 // maxToolInput bounds a memory-tool request body.
 const maxToolInput = 8 << 20
 
-// memoryRoutes serves the agent's surface: the memory tool, reminders, and
-// the operator's block changes.
+// memoryRoutes serves the agent's surface: the memory tool and reminders.
 func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/agents/{id}/memory", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxToolInput+1))
@@ -42,24 +39,5 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/agents/{id}/reminders", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		rs := a.Reminders()
 		writeJSON(w, http.StatusOK, map[string]any{"reminders": rs, "text": reminders.Text(rs)})
-	}))
-	mux.HandleFunc("PUT /v1/agents/{id}/blocks/{name}", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxToolInput+1))
-		if err != nil || len(body) > maxToolInput {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("block set: body unreadable or over 8 MiB"))
-			return
-		}
-		rel, err := a.SetBlock(r.PathValue("name"), body)
-		if errors.Is(err, agent.ErrNotReady) {
-			writeError(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
-		extendWrite(w, DefaultTurnWait)
-		tr := a.Turn(r.Context().Done(), DefaultTurnWait)
-		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "turn": tr})
 	}))
 }

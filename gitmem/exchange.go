@@ -192,3 +192,54 @@ func readDisplaced(p string) (displaced, error) {
 	}
 	return displaced{}, fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
 }
+
+// RestoreMissing writes HEAD's version of each path that is missing from
+// the work tree (a file that is there, whoever wrote it, is left alone) and
+// returns the paths it wrote back.
+func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	tree, err := r.objs.commitTree(head)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range paths {
+		p, err := cleanPath(p)
+		if err != nil {
+			return out, err
+		}
+		e, ok, err := r.objs.entryAt(tree, p)
+		if err != nil {
+			return out, err
+		}
+		abs := filepath.Join(r.Dir, filepath.FromSlash(p))
+		if _, err := os.Lstat(abs); !ok || err == nil {
+			continue
+		}
+		data, err := r.objs.blob(e.Hash)
+		if err != nil {
+			return out, err
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return out, fmt.Errorf("restore %s: %w", p, err)
+		}
+		tmp, err := writeTemp(filepath.Dir(abs), data, e.Mode)
+		if err != nil {
+			return out, fmt.Errorf("restore %s: %w", p, err)
+		}
+		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE)
+		os.Remove(tmp)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return out, fmt.Errorf("restore %s: %w", p, err)
+		}
+		if err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

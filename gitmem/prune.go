@@ -1,71 +1,187 @@
 package gitmem
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Backup refs are kept 30 days; the newest 10 always stay.
-const (
-	DefaultBackupMaxAge = 30 * 24 * time.Hour
-	DefaultBackupKeep   = 10
-)
+// DefaultBackupMaxAge is the age past which PruneBackups may remove a backup ref.
+const DefaultBackupMaxAge = 30 * 24 * time.Hour
 
-// PruneBackups deletes the backup refs (refs/memfsd/backup/<unix-seconds>)
-// older than maxAge at now, always keeping the newest keep of them, and
-// returns the refs removed. Each is removed under its <ref>.lock, as git
-// does, so a git command beside us never sees half a ref.
+// DefaultBackupKeep is how many of the newest backup refs PruneBackups always keeps.
+const DefaultBackupKeep = 10
+
+// PruneBackups deletes backup refs (refs/memfsd/backup/<unix-seconds>, see
+// BackupRefPrefix and Backups) older than maxAge, always keeping the newest
+// keep of them; it returns the refs removed, oldest first. Refs are removed
+// with git's lock protocol (take <ref>.lock exclusively, then remove the
+// ref, then the lock) so a git CLI working beside us never sees a torn
+// state; a packed backup ref (in packed-refs) is left alone and reported.
+//
+// The rule, exactly: backup refs are ranked by their seconds, newest first,
+// packed ones included; the first keep are never removed, whatever their
+// age; each other one is removed when now minus its seconds is more than
+// maxAge. Names that are not decimal seconds are not memfsd's and are
+// neither counted nor touched.
 func (r *Repo) PruneBackups(now time.Time, maxAge time.Duration, keep int) ([]string, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("prune backups: keep %d is negative", keep)
+	}
+	if maxAge < 0 {
+		return nil, fmt.Errorf("prune backups: max age %s is negative", maxAge)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	refs, err := r.Backups()
+
+	refs, err := listBackups(r.GitDir)
 	if err != nil {
 		return nil, fmt.Errorf("prune backups: %w", err)
 	}
-	type backup struct {
-		name string
-		at   int64
+	if len(refs) <= keep {
+		return nil, nil
 	}
-	var bs []backup
-	for _, name := range refs {
-		at, err := strconv.ParseInt(strings.TrimPrefix(name, BackupRefPrefix), 10, 64)
-		if err != nil {
-			continue // not one of ours: leave it
-		}
-		bs = append(bs, backup{name, at})
-	}
-	slices.SortFunc(bs, func(a, b backup) int { return int(b.at - a.at) }) // newest first
+	// Oldest first: the candidates are everything but the newest keep.
 	var removed []string
-	for i, b := range bs {
-		if i < keep || now.Sub(time.Unix(b.at, 0)) <= maxAge {
+	var errs []error
+	for _, b := range refs[:len(refs)-keep] {
+		if now.Sub(time.Unix(b.secs, 0)) <= maxAge {
 			continue
 		}
-		if err := removeRef(r.GitDir, b.name, r.opts.LockWait); err != nil {
-			return removed, fmt.Errorf("prune backups: %w", err)
+		if b.packed {
+			r.log.Warn("old backup ref is packed; left alone", "ref", b.name)
+			continue
 		}
-		removed = append(removed, b.name)
+		ok, err := r.removeBackup(b.name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			removed = append(removed, b.name)
+			r.log.Info("removed old backup ref", "ref", b.name, "age", now.Sub(time.Unix(b.secs, 0)).Round(time.Second).String())
+		}
 	}
-	if len(removed) > 0 {
-		r.log.Info("pruned old backup refs", "removed", len(removed), "kept", len(bs)-len(removed))
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("prune backups: %w", err)
 	}
 	return removed, nil
 }
 
-// removeRef deletes a loose ref while holding its lock.
-func removeRef(gitDir, name string, wait time.Duration) error {
-	path := filepath.Join(gitDir, filepath.FromSlash(name))
-	lk, err := acquireLock(path, wait, nil)
+// backupRef is one backup ref found on disk.
+type backupRef struct {
+	name   string
+	secs   int64
+	packed bool // in packed-refs (loose or not)
+}
+
+// listBackups finds the backup refs, loose and packed, oldest first.
+func listBackups(gitDir string) ([]backupRef, error) {
+	byName := map[string]*backupRef{}
+	add := func(name string, packed bool) {
+		secs, err := strconv.ParseInt(strings.TrimPrefix(name, BackupRefPrefix), 10, 64)
+		if err != nil {
+			return // not a name memfsd writes
+		}
+		b := byName[name]
+		if b == nil {
+			b = &backupRef{name: name, secs: secs}
+			byName[name] = b
+		}
+		b.packed = b.packed || packed
+	}
+	entries, err := os.ReadDir(filepath.Join(gitDir, filepath.FromSlash(BackupRefPrefix)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && !strings.HasSuffix(e.Name(), ".lock") {
+			add(BackupRefPrefix+e.Name(), false)
+		}
+	}
+	packed, err := packedRefNames(gitDir, BackupRefPrefix)
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
+		return nil, err
+	}
+	for _, name := range packed {
+		add(name, true)
+	}
+	out := make([]backupRef, 0, len(byName))
+	for _, b := range byName {
+		out = append(out, *b)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].secs != out[j].secs {
+			return out[i].secs < out[j].secs
+		}
+		return out[i].name < out[j].name
+	})
+	return out, nil
+}
+
+// packedRefNames lists the refs in packed-refs whose names start with prefix.
+func packedRefNames(gitDir, prefix string) ([]string, error) {
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' || line[40] != ' ' {
+			continue
+		}
+		if name := line[41:]; strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	return out, nil
+}
+
+// removeBackup deletes the loose ref name under its lock, and its reflog if
+// git kept one. It reports false when the ref was already gone or turned
+// out to be packed as well (removing the loose file would then bring back
+// the packed value, not delete the ref).
+func (r *Repo) removeBackup(name string) (bool, error) {
+	path := filepath.Join(r.GitDir, filepath.FromSlash(name))
+	lk, err := acquireLock(path, r.opts.LockWait, nil)
+	if err != nil {
+		return false, fmt.Errorf("remove %s: %w", name, err)
 	}
 	defer lk.rollback()
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("delete %s: %w", name, err)
+	// Checked under the lock: git pack-refs may have packed it meanwhile.
+	packed, err := packedRefNames(r.GitDir, name)
+	if err != nil {
+		return false, fmt.Errorf("remove %s: %w", name, err)
 	}
-	return nil
+	for _, p := range packed {
+		if p == name {
+			r.log.Warn("old backup ref is packed; left alone", "ref", name)
+			return false, nil
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("remove %s: %w", name, err)
+	}
+	if err := os.Remove(filepath.Join(r.GitDir, "logs", filepath.FromSlash(name))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("remove reflog of %s: %w", name, err)
+	}
+	return true, nil
 }

@@ -50,11 +50,12 @@ func TestMain(m *testing.M) {
 
 // proc is a running `memfsd run`.
 type proc struct {
-	t    testing.TB
-	home string
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	api  *http.Client
+	t     testing.TB
+	home  string
+	cmd   *exec.Cmd
+	logs  *syncBuffer
+	api   *http.Client // the agent's socket
+	admin *http.Client // the operator's socket
 }
 
 type syncBuffer struct {
@@ -119,6 +120,7 @@ func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...stri
 		t.Fatal(err)
 	}
 	sock := filepath.Join(home, "memfsd.sock")
+	p.admin = unixClient(filepath.Join(home, "admin.sock"))
 	p.api = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -137,15 +139,33 @@ func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...stri
 	return p
 }
 
+func unixClient(sock string) *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
 func (p *proc) get(path string, out any) (int, error) { return p.call("GET", path, "", out) }
 
+// adminCall is call on the operator's socket.
+func (p *proc) adminCall(method, path, body string, out any) (int, error) {
+	return p.callOn(p.admin, method, path, body, out)
+}
+
 func (p *proc) call(method, path, body string, out any) (int, error) {
+	return p.callOn(p.api, method, path, body, out)
+}
+
+func (p *proc) callOn(c *http.Client, method, path, body string, out any) (int, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, "http://memfsd"+path, rd)
-	resp, err := p.api.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}

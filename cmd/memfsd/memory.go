@@ -140,7 +140,7 @@ func newBlockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("flag --file: %w", err)
 			}
-			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			c := newAPIClient(g.adminAddr(g.homeDir()), 0)
 			var res json.RawMessage
 			code, err := c.do("PUT", "/v1/agents/"+id+"/blocks/"+args[0], bytes.NewReader(content), &res)
 			var unreachable errUnreachable

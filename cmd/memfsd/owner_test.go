@@ -116,7 +116,7 @@ func TestRun_RemoteDownAtStartHundredAgents(t *testing.T) {
 // process: the daemon's next turn reports no hold and pushes nothing more.
 func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 	srv := gitserver.New(t, token)
-	fixture.Import(t, "memory-42", srv.RepoDir("acc"))
+	fixture.ImportInto(t, "memory-42", srv.RepoDir("acc"))
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "acc")
 	dir := memDir(home, "acc")
@@ -128,7 +128,10 @@ func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 		t.Fatalf("reminders = %+v", r)
 	}
 
-	cmd := exec.Command(binPath, "sync", "--agent", "acc", "--accept-deletes", "--home", home, "--base-url", srv.URL)
+	// --admin-listen elsewhere: this process does not find the daemon and
+	// works on the repository directly, as an older tool or a person would.
+	cmd := exec.Command(binPath, "sync", "--agent", "acc", "--accept-deletes", "--home", home, "--base-url", srv.URL,
+		"--admin-listen", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
 	cmd.Env = append(os.Environ(), "MEMFSD_TOKEN="+token)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("memfsd sync --accept-deletes: %v\n%s", err, out)

@@ -27,6 +27,7 @@ type globals struct {
 	logLevel    string
 	noFsync     bool
 	listen      string
+	adminListen string
 
 	noSecretGuard  bool
 	secretPatterns []string
@@ -61,6 +62,14 @@ func (g *globals) listenAddr(home string) string {
 	return "unix://" + filepath.Join(home, "memfsd.sock")
 }
 
+// adminAddr is --admin-listen, by default unix://<home>/admin.sock.
+func (g *globals) adminAddr(home string) string {
+	if g.adminListen != "" {
+		return g.adminListen
+	}
+	return "unix://" + filepath.Join(home, "admin.sock")
+}
+
 func newRootCmd() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
@@ -85,6 +94,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
 	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
+	f.StringVar(&g.adminListen, "admin-listen", "", "the operator's API (block set, accept, adding agents): unix:///path or 127.0.0.1:PORT (default unix://<home>/admin.sock, mode 0600; env MEMFSD_ADMIN_LISTEN); never give it to the agent")
 	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
 	f.DurationVar(&g.retryMax, "retry-max", retry.DefaultMax, "longest wait between retries (env MEMFSD_RETRY_MAX)")
 	f.DurationVar(&g.retryBudget, "retry-budget", retry.DefaultBudget, "total retry time per sync; past it commits stay local (env MEMFSD_RETRY_BUDGET)")

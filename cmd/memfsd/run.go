@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,30 +51,44 @@ func newRunCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("flag --agent: %w", err)
 				}
 			}
-			ln, err := daemon.Listen(g.listenAddr(cfg.Home))
+			listen, admin := g.listenAddr(cfg.Home), g.adminAddr(cfg.Home)
+			if listen == admin {
+				return fmt.Errorf("flags --listen and --admin-listen: both are %s; the operator's socket must not be the agent's", listen)
+			}
+			ln, err := daemon.Listen(listen)
 			if err != nil {
 				return err
 			}
+			aln, err := daemon.Listen(admin)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("flag --admin-listen: %w", err)
+			}
 			if err := d.Open(); err != nil {
 				ln.Close()
+				aln.Close()
 				return err
 			}
 			for _, id := range agents {
 				if err := d.Manage(id); err != nil {
 					ln.Close()
+					aln.Close()
 					d.Close(context.Background())
 					return fmt.Errorf("flag --agent: %w", err)
 				}
 			}
-			srv := daemon.NewServer(d.Handler())
-			served := make(chan struct{})
-			go func() {
-				defer close(served)
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					cfg.Logger.Error("api server stopped", "err", err)
-				}
-			}()
-			cfg.Logger.Info("memfsd running", "listen", g.listenAddr(cfg.Home), "agents", len(agents))
+			servers := []*http.Server{daemon.NewServer(d.AgentHandler(admin)), daemon.NewServer(d.AdminHandler())}
+			var served sync.WaitGroup
+			for i, l := range []net.Listener{ln, aln} {
+				served.Add(1)
+				go func() {
+					defer served.Done()
+					if err := servers[i].Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						cfg.Logger.Error("api server stopped", "listen", l.Addr().String(), "err", err)
+					}
+				}()
+			}
+			cfg.Logger.Info("memfsd running", "listen", listen, "admin_listen", admin, "agents", len(agents))
 
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -91,11 +107,13 @@ func newRunCmd(g *globals) *cobra.Command {
 			// Stop accepting first, so no request reaches a closing agent;
 			// requests in flight get a moment, then are cut.
 			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-			if err := srv.Shutdown(sctx); err != nil {
-				srv.Close()
+			for _, srv := range servers {
+				if err := srv.Shutdown(sctx); err != nil {
+					srv.Close()
+				}
 			}
 			scancel()
-			<-served
+			served.Wait()
 			d.Close(ctx)
 			cfg.Logger.Info("stopped")
 			return nil

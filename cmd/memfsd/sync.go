@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +17,7 @@ import (
 
 func newSyncCmd(g *globals) *cobra.Command {
 	var id string
-	var acceptDeletes bool
+	var acceptDeletes, restoreDeletes bool
 	cmd := &cobra.Command{
 		Use:   "sync --agent ID",
 		Short: "One-shot sync, no daemon: clone or pull, commit what is uncommitted, push",
@@ -24,15 +28,31 @@ func newSyncCmd(g *globals) *cobra.Command {
 			if err := agent.ValidateID(id); err != nil {
 				return fmt.Errorf("flag --agent: %w", err)
 			}
+			if acceptDeletes && restoreDeletes {
+				return errors.New("flags --accept-deletes and --restore-deletes: choose one")
+			}
 			cfg, err := g.config()
 			if err != nil {
 				return err
+			}
+			if acceptDeletes || restoreDeletes {
+				// A running daemon owns the agent: the operator's decision
+				// goes through its admin socket.
+				handled, err := acceptThroughDaemon(cmd, g, id, agent.AcceptOptions{Deletes: acceptDeletes, Restore: restoreDeletes})
+				if handled || err != nil {
+					return err
+				}
 			}
 			a, err := openAgent(cmd.Context(), cfg, id)
 			if err != nil {
 				return syncFailed(cmd, err)
 			}
 			defer a.Close(context.Background())
+			if restoreDeletes {
+				if _, err := a.Accept(cmd.Context(), agent.AcceptOptions{Restore: true}); err != nil && !errors.Is(err, agent.ErrNothingHeld) {
+					return syncFailed(cmd, err)
+				}
+			}
 			res, err := a.Sync(cmd.Context(), agent.SyncOptions{AcceptDeletes: acceptDeletes})
 			if err != nil {
 				return syncFailed(cmd, err)
@@ -47,7 +67,8 @@ func newSyncCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
-	cmd.Flags().BoolVar(&acceptDeletes, "accept-deletes", false, "commit a mass deletion the guard would hold (env MEMFSD_ACCEPT_DELETES)")
+	cmd.Flags().BoolVar(&acceptDeletes, "accept-deletes", false, "commit held deletions (through the daemon's admin socket when one runs) (env MEMFSD_ACCEPT_DELETES)")
+	cmd.Flags().BoolVar(&restoreDeletes, "restore-deletes", false, "put held deleted files back instead (env MEMFSD_RESTORE_DELETES)")
 	return cmd
 }
 
@@ -73,4 +94,29 @@ func openAgent(ctx context.Context, cfg *agent.Config, id string) (*agent.Agent,
 		return nil, err
 	}
 	return a, nil
+}
+
+// acceptThroughDaemon sends the operator's decision to a running daemon's
+// admin socket; handled false means no daemon manages the agent (do it
+// directly).
+func acceptThroughDaemon(cmd *cobra.Command, g *globals, id string, opts agent.AcceptOptions) (bool, error) {
+	body, _ := json.Marshal(opts)
+	c := newAPIClient(g.adminAddr(g.homeDir()), 2*time.Minute)
+	var res json.RawMessage
+	code, err := c.do("POST", "/v1/agents/"+id+"/accept?wait=60s", bytes.NewReader(body), &res)
+	var unreachable errUnreachable
+	switch {
+	case errors.As(err, &unreachable), err == nil && code == http.StatusNotFound:
+		return false, nil
+	case err != nil:
+		return true, err
+	case code == http.StatusConflict:
+		fmt.Fprintf(cmd.OutOrStdout(), "nothing held for %s\n", id)
+		return true, nil
+	case code != http.StatusOK:
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: accept %s: daemon answered %d: %s\n", id, code, res)
+		return true, exitCode(1)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), string(res))
+	return true, nil
 }

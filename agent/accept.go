@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// AcceptOptions is an operator's decision about held deletions: exactly one
+// of Deletes (commit them) and Restore (put the files back).
+type AcceptOptions struct {
+	Deletes bool `json:"deletes"`
+	Restore bool `json:"restore"`
+}
+
+// AcceptResult says what Accept did.
+type AcceptResult struct {
+	Committed []string `json:"committed"` // held deletions committed
+	Restored  []string `json:"restored"`  // held files put back
+}
+
+// ErrNothingHeld is returned by Accept when nothing is held.
+var ErrNothingHeld = errors.New("nothing is held")
+
+// Accept settles held deletions the operator's way (SPEC §8): with
+// Deletes they are committed (the push follows at the next sync), with
+// Restore the files are written back from HEAD. Only the operator's routes
+// call it: the admin socket, or `memfsd sync --accept-deletes /
+// --restore-deletes` on the machine.
+func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, error) {
+	var res AcceptResult
+	if opts.Deletes == opts.Restore {
+		return res, errors.New("accept: want exactly one of deletes and restore")
+	}
+	if err := a.ensureRepo(ctx); err != nil {
+		return res, err
+	}
+	repo := a.repository()
+	held := a.heldDeletes(repo)
+	if len(held) == 0 {
+		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNothingHeld)
+	}
+	if opts.Restore {
+		a.writeMu.Lock()
+		restored, err := repo.RestoreMissing(held)
+		a.writeMu.Unlock()
+		res.Restored = restored
+		if err != nil {
+			return res, fmt.Errorf("accept %s: restore: %w", a.ID, err)
+		}
+		a.log.Info("held deletions restored by the operator", "files", len(restored))
+		return res, a.writeHeld(nil)
+	}
+	out, err := a.commitDirect(held, true)
+	if err != nil {
+		return res, fmt.Errorf("accept %s: %w", a.ID, err)
+	}
+	if out.Committed > 0 && a.Hooks.Committed != nil {
+		a.Hooks.Committed(out.Committed)
+	}
+	res.Committed = held
+	a.log.Info("held deletions accepted by the operator", "files", len(held))
+	return res, nil
+}

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/memfsd/memfsd/agent"
+)
+
+// operatorPatterns are the routes only the admin socket serves (SPEC §6).
+var operatorPatterns = []string{
+	"PUT /v1/agents/{id}",
+	"PUT /v1/agents/{id}/blocks/{name}",
+	"POST /v1/agents/{id}/accept",
+}
+
+// operatorRoutes are the operator's: start managing an agent, change a
+// read-only block, settle held deletions.
+func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /v1/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := d.Manage(id); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		a := d.get(id)
+		wait, err := waitParam(r, 30*time.Second)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		extendWrite(w, wait)
+		waitReady(r.Context(), a, wait)
+		writeJSON(w, http.StatusOK, a.Status(true))
+	})
+	mux.HandleFunc("PUT /v1/agents/{id}/blocks/{name}", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxToolInput+1))
+		if err != nil || len(body) > maxToolInput {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("block set: body unreadable or over 8 MiB"))
+			return
+		}
+		rel, err := a.SetBlock(r.PathValue("name"), body)
+		if errors.Is(err, agent.ErrNotReady) {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		extendWrite(w, DefaultTurnWait)
+		tr := a.Turn(r.Context().Done(), DefaultTurnWait)
+		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "turn": tr})
+	}))
+	mux.HandleFunc("POST /v1/agents/{id}/accept", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		var opts agent.AcceptOptions
+		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opts); err != nil || opts.Deletes == opts.Restore {
+			writeError(w, http.StatusBadRequest, errors.New(`accept: want {"deletes": true} or {"restore": true}`))
+			return
+		}
+		res, err := a.Accept(r.Context(), opts)
+		switch {
+		case errors.Is(err, agent.ErrNothingHeld):
+			writeError(w, http.StatusConflict, err)
+			return
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		wait, err := waitParam(r, DefaultTurnWait)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		extendWrite(w, wait)
+		writeJSON(w, http.StatusOK, map[string]any{"accepted": res, "turn": a.Turn(r.Context().Done(), wait)})
+	}))
+}
