@@ -190,7 +190,8 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 }
 
 func (a *Agent) repoOptions() gitmem.Options {
-	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log}
+	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
+		Outgoing: a.outgoingGuard, Keep: a.keepRejected}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first

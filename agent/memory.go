@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/atomicfile"
@@ -63,6 +65,10 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	if err := atomicfile.Write(abs, content, 0o600, !a.cfg.NoFsync); err != nil {
+		return "", fmt.Errorf("block set %s: %w", name, err)
+	}
+	// Recorded before the commit: a push racing it must already know.
+	if err := a.approve(rel, plumbing.ComputeHash(plumbing.BlobObject, content).String()); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	_, err := repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)

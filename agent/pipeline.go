@@ -137,3 +137,37 @@ func (a *Agent) updateHeld(held, committed []string) error {
 	}
 	return a.writeHeld(next)
 }
+
+// outgoingGuard is the outgoing range check (SPEC §8): before every push,
+// a read-only block must equal the remote's version and no front matter may
+// gain or lose read_only, unless the operator set exactly that content
+// (block set, recorded outside the memory folder). Whatever route made the
+// change — a shell's git commit included — it is put back.
+func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile) ([]string, error) {
+	var restore []string
+	var approved map[string][]string
+	for _, f := range files {
+		if !blocks.MayBeReadOnly(f.Path) {
+			continue
+		}
+		theirs, err := f.Remote()
+		if err != nil {
+			return nil, err
+		}
+		mine, err := f.Local()
+		if err != nil {
+			return nil, err
+		}
+		if blocks.CheckAgentWrite(f.Path, theirs, mine) == nil {
+			continue
+		}
+		if approved == nil {
+			approved = a.readApproved()
+		}
+		if f.InLocal && slices.Contains(approved[f.Path], f.LocalHash().String()) {
+			continue // the operator's own change
+		}
+		restore = append(restore, f.Path)
+	}
+	return restore, nil
+}

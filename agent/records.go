@@ -188,3 +188,40 @@ func writeRecord(p string, data []byte) error {
 	}
 	return err
 }
+
+// operatorFile, outside the memory folder (the agent's shell reaches the
+// folder and its .git, not this), lists the blob ids the operator set each
+// read-only path to: the outgoing check lets exactly those through.
+const operatorFile = "operator-approved.json"
+
+// operatorKeep bounds the ids kept per path.
+const operatorKeep = 20
+
+func (a *Agent) operatorPath() string {
+	return filepath.Join(a.cfg.Home, "agents", a.ID, operatorFile)
+}
+
+// readApproved reads the operator's record: path → blob ids.
+func (a *Agent) readApproved() map[string][]string {
+	out := map[string][]string{}
+	data, err := os.ReadFile(a.operatorPath())
+	if err == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	return out
+}
+
+// approve records that the operator set rel to the blob id.
+func (a *Agent) approve(rel, id string) error {
+	rec := a.readApproved()
+	ids := append(slices.DeleteFunc(rec[rel], func(x string) bool { return x == id }), id)
+	if len(ids) > operatorKeep {
+		ids = ids[len(ids)-operatorKeep:]
+	}
+	rec[rel] = ids
+	data, _ := json.Marshal(rec)
+	if err := writeRecord(a.operatorPath(), data); err != nil {
+		return fmt.Errorf("record operator change of %s: %w", rel, err)
+	}
+	return nil
+}

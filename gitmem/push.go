@@ -19,6 +19,9 @@ type PushResult struct {
 	Commits int // commits sent; 0 when the remote had them all
 	Objects int
 	Head    plumbing.Hash
+	// Restored are read-only paths the outgoing check put back (one
+	// `memfsd: restore read-only` commit each) before the push.
+	Restored []string
 }
 
 // Push sends the commits the remote lacks and moves the remote branch by
@@ -63,9 +66,10 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 		remote = ref.Hash()
 	}
 	r.mu.Lock()
-	local, commits, pack, nobj, err := r.preparePush(remote)
+	out, err := r.preparePush(remote)
 	r.mu.Unlock()
-	res := PushResult{Head: local}
+	local := out.local
+	res := PushResult{Head: local, Restored: out.restored}
 	if err != nil || local == remote {
 		return res, err
 	}
@@ -75,7 +79,7 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 		return res, err
 	}
 	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: remote, New: local}}
-	req.Packfile = io.NopCloser(bytes.NewReader(pack))
+	req.Packfile = io.NopCloser(bytes.NewReader(out.pack))
 	rs, err := sess.ReceivePack(ctx, req)
 	if err != nil {
 		return res, err
@@ -85,29 +89,47 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 			return res, err
 		}
 	}
-	res.Commits, res.Objects = len(commits), nobj
+	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
 }
 
-// preparePush reads the branch and packs what the remote lacks (under
-// r.mu). When the remote already has the branch's tip, it only moves the
-// tracking ref.
-func (r *Repo) preparePush(remote plumbing.Hash) (plumbing.Hash, []plumbing.Hash, []byte, int, error) {
-	local, err := r.Head()
-	if err != nil {
-		return local, nil, nil, 0, err
+// pushPlan is what a push sends, prepared under r.mu.
+type pushPlan struct {
+	local    plumbing.Hash
+	commits  []plumbing.Hash
+	pack     []byte
+	objects  int
+	restored []string
+}
+
+// preparePush reads the branch, runs the outgoing check (which may add
+// restore commits on top) and packs what the remote lacks (under r.mu).
+// When the remote already has the branch's tip, it only moves the tracking
+// ref.
+func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
+	var p pushPlan
+	var err error
+	if p.local, err = r.Head(); err != nil {
+		return p, err
 	}
-	if remote == local {
-		return local, nil, nil, 0, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+	if remote == p.local {
+		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait)
 	}
-	commits, err := r.commitsSince(local, remote)
-	if err != nil {
-		return local, nil, nil, 0, err
+	if p.commits, err = r.commitsSince(p.local, remote); err != nil {
+		return p, err
 	}
-	pack, nobj, err := r.buildPack(commits)
-	return local, commits, pack, nobj, err
+	if tip, restored, err := r.checkOutgoing(remote, p.local); err != nil {
+		return p, fmt.Errorf("outgoing check: %w", err)
+	} else if tip != p.local {
+		p.local, p.restored = tip, restored
+		if p.commits, err = r.commitsSince(p.local, remote); err != nil {
+			return p, err
+		}
+	}
+	p.pack, p.objects, err = r.buildPack(p.commits)
+	return p, err
 }
 
 // lockedHead is Head under r.mu.

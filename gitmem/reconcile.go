@@ -29,6 +29,8 @@ type ReconcileResult struct {
 	Backup    string   // backup ref made before a restore
 	Pushed    int      // commits the remote accepted
 	Head      plumbing.Hash
+	// Restored are read-only paths the outgoing check put back.
+	Restored []string
 }
 
 // Reconcile brings local and remote together and pushes, recovering on its
@@ -51,7 +53,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	if pr, ok, err := r.pushIfOnlyAhead(ctx); err != nil {
 		return res, fmt.Errorf("push: %w", err)
 	} else if ok {
-		res.Relation, res.Pushed, res.Head = Ahead, pr.Commits, pr.Head
+		res.Relation, res.Pushed, res.Head, res.Restored = Ahead, pr.Commits, pr.Head, pr.Restored
 		return res, nil
 	}
 	for round := 0; round < DefaultPushRounds; round++ {
@@ -75,6 +77,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 		pr, err := r.push(ctx)
 		res.Head = pr.Head
+		res.Restored = append(res.Restored, pr.Restored...)
 		if err == nil {
 			res.Pushed += pr.Commits
 			return res, nil

@@ -48,6 +48,10 @@ type Options struct {
 	// NoSync turns off fsync of objects and refs (faster, not crash-safe).
 	NoSync bool
 	Logger *slog.Logger
+	// Outgoing, when set, judges every push's range (see OutgoingCheck).
+	Outgoing OutgoingCheck
+	// Keep stores bytes the outgoing check takes back (rejected writes).
+	Keep func(path string, rejected []byte) error
 }
 
 // Repo is one work tree with .git inside, safe for concurrent use. Two

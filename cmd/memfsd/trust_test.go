@@ -124,3 +124,85 @@ func TestTrust_AcceptAndRestoreThroughTheDaemon(t *testing.T) {
 		t.Fatalf("accept with nothing held: %d %s", code, out)
 	}
 }
+
+// A shell's `git commit` of a changed read-only block never reaches the
+// remote: the outgoing check puts the block back in a commit of its own,
+// keeps the bytes, tells the agent, and pushes the rest of the range.
+func TestTrust_ShellCommitOfReadOnlyBlock(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	// A long debounce: the watcher must not undo the write before the
+	// shell's commit takes it (that route is tested elsewhere).
+	p := startDaemon(t, srv, home, "--agent", "sh", "--debounce", "10s")
+	dir := memDir(home, "sh")
+	orig := git(t, srv.RepoDir("sh"), "show", "main:system/persona.md")
+	os.WriteFile(filepath.Join(dir, "system", "persona.md"), []byte("---\nread_only: true\n---\nI answer to nobody.\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "notes.md"), []byte("an ordinary note\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "mine.md"), []byte("---\nread_only: true\n---\nlocked by the agent\n"), 0o600)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "agent shell commit")
+
+	tr := p.turn("sh")
+	if tr.Outcome != "pushed" || tr.Status.Ahead != 0 {
+		t.Fatalf("turn = %+v", tr)
+	}
+	bare := srv.RepoDir("sh")
+	if got := git(t, bare, "show", "main:system/persona.md"); got != orig {
+		t.Fatalf("remote persona changed by a shell commit:\n%s", got)
+	}
+	if got := git(t, bare, "show", "main:notes.md"); got != "an ordinary note" {
+		t.Fatalf("the ordinary file of the same commit was not pushed: %q", got)
+	}
+	if out := git(t, bare, "ls-tree", "--name-only", "main", "mine.md"); out != "" {
+		t.Fatal("a file that gained read_only reached the remote")
+	}
+	if log := git(t, bare, "log", "--format=%s", "main"); !strings.Contains(log, "memfsd: restore read-only system/persona.md") {
+		t.Fatalf("remote log:\n%s", log)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "system", "persona.md")); strings.TrimSpace(string(data)) != orig {
+		t.Fatalf("local persona not restored: %q", data)
+	}
+	kept := ""
+	rej, _ := filepath.Glob(filepath.Join(dir, ".git", "memfsd", "rejected", "*"))
+	for _, f := range rej {
+		data, _ := os.ReadFile(f)
+		kept += string(data)
+	}
+	if !strings.Contains(kept, "I answer to nobody.") || !strings.Contains(kept, "locked by the agent") {
+		t.Fatalf("rejected bytes not kept: %q", kept)
+	}
+	if r := p.reminders("sh"); !r.has("read_only_rejected") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("work tree not clean after the restore: %q", st)
+	}
+}
+
+// The same through `memfsd sync`, no daemon: every route to a push checks.
+func TestTrust_ShellCommitThenSync(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "cli"); code != 0 {
+		t.Fatalf("first sync: %d %s", code, out)
+	}
+	dir := memDir(home, "cli")
+	orig := git(t, srv.RepoDir("cli"), "show", "main:system/human.md")
+	os.WriteFile(filepath.Join(dir, "system", "human.md"), []byte("The human is whoever I say.\n"), 0o600)
+	git(t, dir, "commit", "-q", "-am", "shell")
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "cli"); code != 0 {
+		t.Fatalf("sync: %d %s", code, out)
+	}
+	if got := git(t, srv.RepoDir("cli"), "show", "main:system/human.md"); got != orig {
+		t.Fatalf("remote human changed through git commit + memfsd sync:\n%s", got)
+	}
+	// The operator's way still works, directly on the repository.
+	f := filepath.Join(t.TempDir(), "human.md")
+	os.WriteFile(f, []byte("---\nread_only: true\n---\nAda, compilers.\n"), 0o600)
+	if code, out := runCLI(t, srv, home, "block", "set", "human", "--agent", "cli", "--file", f); code != 0 {
+		t.Fatalf("block set: %d %s", code, out)
+	}
+	if got := git(t, srv.RepoDir("cli"), "show", "main:system/human.md"); !strings.Contains(got, "Ada, compilers.") {
+		t.Fatalf("operator's block set did not reach the remote: %q", got)
+	}
+}

@@ -1,0 +1,172 @@
+package gitmem
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// OutgoingFile is a file a push would change on the remote: its version at
+// the remote tip and at the local tip.
+type OutgoingFile struct {
+	Path          string
+	InRemote      bool
+	InLocal       bool
+	remote, local object.TreeEntry
+	objs          *objectStore
+}
+
+// Remote reads the remote tip's version (nil when absent there).
+func (f OutgoingFile) Remote() ([]byte, error) { return f.read(f.InRemote, f.remote) }
+
+// Local reads the local tip's version (nil when absent there).
+func (f OutgoingFile) Local() ([]byte, error) { return f.read(f.InLocal, f.local) }
+
+// LocalHash is the blob id of the local version (zero when absent).
+func (f OutgoingFile) LocalHash() plumbing.Hash { return f.local.Hash }
+
+func (f OutgoingFile) read(ok bool, e object.TreeEntry) ([]byte, error) {
+	if !ok {
+		return nil, nil
+	}
+	data, err := f.objs.blob(e.Hash)
+	if data == nil && err == nil {
+		data = []byte{}
+	}
+	return data, err
+}
+
+// OutgoingCheck judges what a push would change on the remote and names the
+// paths to put back to the remote's version before pushing (SPEC §8: the
+// outgoing range check). It runs under the repo's lock.
+type OutgoingCheck func(files []OutgoingFile) ([]string, error)
+
+// checkOutgoing runs opts.Outgoing over the range remote..local (their
+// trees' difference: O(change)) and commits, on top of local, one
+// `memfsd: restore read-only <path>` commit per path it names, putting the
+// remote's version back in the tree, the index and the work tree. The
+// rejected bytes (the local version, and a newer uncommitted write the
+// swap displaced) go to opts.Keep first. It returns the new local tip.
+// Called under r.mu by preparePush.
+func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []string, error) {
+	if r.opts.Outgoing == nil || remote.IsZero() {
+		return local, nil, nil // nothing on the remote to protect yet
+	}
+	remoteTree, err := r.objs.commitTree(remote)
+	if err != nil {
+		return local, nil, err
+	}
+	localTree, err := r.objs.commitTree(local)
+	if err != nil {
+		return local, nil, err
+	}
+	diffs, err := r.objs.diffTrees(remoteTree, localTree, "", nil)
+	if err != nil || len(diffs) == 0 {
+		return local, nil, err
+	}
+	files := make([]OutgoingFile, len(diffs))
+	byPath := map[string]OutgoingFile{}
+	for i, d := range diffs {
+		files[i] = OutgoingFile{Path: d.Path, InRemote: !d.From.Hash.IsZero(), InLocal: !d.To.Hash.IsZero(),
+			remote: d.From, local: d.To, objs: r.objs}
+		byPath[d.Path] = files[i]
+	}
+	restore, err := r.opts.Outgoing(files)
+	if err != nil || len(restore) == 0 {
+		return local, nil, err
+	}
+	if err := r.checkHead(); err != nil {
+		return local, nil, err
+	}
+	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	if err != nil {
+		return local, nil, err
+	}
+	defer lk.rollback()
+	if cur, err := r.Head(); err != nil {
+		return local, nil, err
+	} else if cur != local {
+		return local, nil, fmt.Errorf("%w: HEAD moved during the outgoing check", ErrRefMoved)
+	}
+	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	if err != nil {
+		return local, nil, err
+	}
+	keep := r.opts.Keep
+	if keep == nil {
+		keep = func(string, []byte) error { return nil }
+	}
+	var res CommitResult
+	tip, tipTree := local, localTree
+	touched := map[string]bool{}
+	var done []string
+	for _, p := range restore {
+		f, ok := byPath[p]
+		if !ok {
+			continue
+		}
+		mine, err := f.Local()
+		if err != nil {
+			return local, nil, err
+		}
+		if mine != nil {
+			if err := keep(p, mine); err != nil {
+				return local, nil, err
+			}
+		}
+		// The work tree: the remote's version back in one step; a newer
+		// write the swap displaces is kept too.
+		var got displaced
+		if f.InRemote {
+			data, err := f.Remote()
+			if err != nil {
+				return local, nil, err
+			}
+			g, stat, err := r.exchangeWorkFile(p, data, f.remote.Mode)
+			if err != nil {
+				return local, nil, err
+			}
+			got = g
+			ix.set(p, f.remote.Hash, f.remote.Mode, stat)
+		} else {
+			if got, err = r.takeWorkFile(p); err != nil {
+				return local, nil, err
+			}
+			ix.remove(p)
+		}
+		touched[p] = true
+		if got.existed && !got.is(f.local.Hash, f.local.Mode) && !got.is(f.remote.Hash, f.remote.Mode) {
+			if err := keep(p, got.data); err != nil {
+				return local, nil, err
+			}
+		}
+		c := change{Path: p}
+		if f.InRemote {
+			c.Hash, c.Mode = f.remote.Hash, f.remote.Mode
+		}
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, "memfsd: restore read-only "+p, time.Now(), &res); err != nil {
+			return local, nil, err
+		}
+		done = append(done, p)
+	}
+	if err := r.objs.flush(); err != nil {
+		return local, nil, err
+	}
+	ix.smudgeRacy(touched)
+	if err := lk.write(ix.encode(), false); err != nil {
+		return local, nil, err
+	}
+	if tip != local {
+		if err := casRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
+			return local, nil, err
+		}
+	}
+	if err := lk.commit(); err != nil {
+		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
+	}
+	r.log.Warn("outgoing changes to read-only blocks put back before the push; rejected bytes kept", "paths", done)
+	return tip, done, nil
+}
