@@ -6,6 +6,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
 )
 
 // ErrMassDeleteHeld is returned when a sync found more than half of the
@@ -56,29 +57,44 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	secrets := map[string]string{} // path → pattern, filled by the guard
 	res, err := repo.Commit(gitmem.CommitRequest{
 		Paths:   paths,
 		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		Guard:   directWriteGuard(acceptDeletes),
+		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets),
 		Keep:    a.keepRejected,
 	})
-	out.Committed, out.Held = len(res.Commits), res.Held
+	out.Committed = len(res.Commits)
 	for _, rs := range res.Restored {
 		out.Restored = append(out.Restored, rs.Path)
 		a.log.Warn("undid a direct write to a read-only block; rejected bytes kept", "path", rs.Path)
 	}
-	if herr := a.updateHeld(res.Held, res.Committed); herr != nil && err == nil {
+	var deletes []string
+	for _, p := range res.Held {
+		if _, ok := secrets[p]; !ok {
+			deletes = append(deletes, p)
+		}
+	}
+	out.Held = deletes
+	if herr := a.updateHeld(deletes, res.Committed); herr != nil && err == nil {
 		err = herr
 	}
-	if len(res.Held) > 0 {
-		a.log.Warn("mass delete held: nothing deleted on the remote", "files", len(res.Held))
+	if serr := a.updateSecrets(secrets, res.Committed); serr != nil && err == nil {
+		err = serr
+	}
+	for p, pattern := range secrets {
+		a.log.Warn("a direct write looks like it holds a credential: not committed", "path", p, "pattern", pattern)
+	}
+	if len(deletes) > 0 {
+		a.log.Warn("mass delete held: nothing deleted on the remote", "files", len(deletes))
 	}
 	return out, err
 }
 
 // directWriteGuard is the pipeline's judgement of direct writes: read-only
-// blocks (and any change of read_only) are restored, a mass deletion held.
-func directWriteGuard(acceptDeletes bool) gitmem.Guard {
+// blocks (and any change of read_only) are restored, text that looks like a
+// credential is held uncommitted (named in secrets), a mass deletion held.
+func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string) gitmem.Guard {
 	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
@@ -94,6 +110,13 @@ func directWriteGuard(acceptDeletes bool) gitmem.Guard {
 				}
 				if blocks.CheckAgentWrite(v.Path, old, work) != nil {
 					verdicts[i] = gitmem.Restore
+					continue
+				}
+			}
+			if v.Data != nil {
+				if name, ok := memtool.SecretIn(patterns, string(v.Data)); ok {
+					verdicts[i] = gitmem.Hold
+					secrets[v.Path] = name
 					continue
 				}
 			}
@@ -170,4 +193,12 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile) ([]string, error) {
 		restore = append(restore, f.Path)
 	}
 	return restore, nil
+}
+
+// secretPatterns are the patterns of the secret guard (none when off).
+func (a *Agent) secretPatterns() []memtool.SecretPattern {
+	if a.cfg.NoSecretGuard {
+		return nil
+	}
+	return a.cfg.SecretPatterns
 }

@@ -20,6 +20,8 @@ import (
 const (
 	// heldDeletesFile lists the deletions the mass-delete guard held.
 	heldDeletesFile = "held-deletes.json"
+	// secretHeldFile maps files held by the secret guard to the pattern.
+	secretHeldFile = "secret-held.json"
 	// rejectedDir keeps the bytes of direct writes to read-only blocks that
 	// were undone: <unix-nanos>-<path with / as %>.
 	rejectedDir = "rejected"
@@ -224,4 +226,45 @@ func (a *Agent) approve(rel, id string) error {
 		return fmt.Errorf("record operator change of %s: %w", rel, err)
 	}
 	return nil
+}
+
+// updateSecrets adds files the secret guard held and drops committed ones.
+func (a *Agent) updateSecrets(held map[string]string, committed []string) error {
+	rec := a.readSecrets()
+	changed := false
+	for p, pattern := range held {
+		if rec[p] != pattern {
+			rec[p], changed = pattern, true
+		}
+	}
+	for _, p := range committed {
+		if _, ok := rec[p]; ok {
+			delete(rec, p)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return a.writeSecrets(rec)
+}
+
+func (a *Agent) readSecrets() map[string]string {
+	rec := map[string]string{}
+	if data, err := os.ReadFile(a.recordPath(secretHeldFile)); err == nil {
+		_ = json.Unmarshal(data, &rec)
+	}
+	return rec
+}
+
+func (a *Agent) writeSecrets(rec map[string]string) error {
+	p := a.recordPath(secretHeldFile)
+	if len(rec) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("record held secrets: %w", err)
+		}
+		return nil
+	}
+	data, _ := json.Marshal(rec)
+	return writeRecord(p, data)
 }

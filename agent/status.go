@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -62,7 +64,13 @@ type Status struct {
 	// ReadOnlyRejected are direct writes to read-only blocks that were
 	// undone and not yet told to the agent.
 	ReadOnlyRejected []string `json:"read_only_rejected,omitempty"`
-	Ready            bool     `json:"ready"`
+	// SecretHeld are direct writes not committed because they look like
+	// they hold a credential.
+	SecretHeld []reminders.SecretHold `json:"secret_held,omitempty"`
+	// HeldRemoteDeletes are files an incoming update would delete; the
+	// update is not applied until an operator decides.
+	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
+	Ready             bool     `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -136,6 +144,7 @@ func (a *Agent) Status(scan bool) Status {
 			}
 			st.HeldDeletes = a.heldDeletes(repo)
 			st.ReadOnlyRejected = a.untoldRejections()
+			st.SecretHeld = a.secretsHeld()
 		}
 	}
 	st.State = stateOf(st, broken)
@@ -166,6 +175,34 @@ func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
 	if len(out) == 0 {
 		_ = a.writeHeld(nil)
 	}
+	return out
+}
+
+// secretsHeld is the secret-held record narrowed to what still holds: the
+// file is there and still matches a pattern (the pattern named is the one
+// that matches now). A cleaned or deleted file drops out.
+func (a *Agent) secretsHeld() []reminders.SecretHold {
+	rec := a.readSecrets()
+	if len(rec) == 0 {
+		return nil
+	}
+	var out []reminders.SecretHold
+	for p := range rec {
+		data, err := os.ReadFile(filepath.Join(a.Dir(), filepath.FromSlash(p)))
+		if err != nil {
+			delete(rec, p)
+			continue
+		}
+		name, ok := memtool.SecretIn(a.secretPatterns(), string(data))
+		if !ok {
+			continue // clean now: committed by the next flush, which clears it
+		}
+		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
+	}
+	if len(out) == 0 && len(rec) == 0 {
+		_ = a.writeSecrets(nil)
+	}
+	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
 	return out
 }
 
@@ -223,12 +260,14 @@ func (a *Agent) Reminders() []reminders.Reminder {
 // BuildReminders turns a status into reminders.
 func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 	rs := reminders.State{
-		Agent:            st.Agent,
-		Conflicts:        st.Conflicts,
-		Ahead:            st.Ahead,
-		ReadOnlyRejected: st.ReadOnlyRejected,
-		HeldDeletes:      st.HeldDeletes,
-		Backups:          st.Backups,
+		Agent:             st.Agent,
+		Conflicts:         st.Conflicts,
+		Ahead:             st.Ahead,
+		ReadOnlyRejected:  st.ReadOnlyRejected,
+		HeldDeletes:       st.HeldDeletes,
+		Backups:           st.Backups,
+		SecretHeld:        st.SecretHeld,
+		HeldRemoteDeletes: st.HeldRemoteDeletes,
 	}
 	if st.LastError != nil {
 		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts

@@ -38,8 +38,9 @@ func ParseSecretPattern(s string) (SecretPattern, error) {
 	return SecretPattern{Name: name, Re: re}, nil
 }
 
-// secretIn returns the name of the first pattern text matches.
-func secretIn(patterns []SecretPattern, text string) (string, bool) {
+// SecretIn names the first pattern that matches text (false when none):
+// the memory tool's guard, and the commit pipeline's for direct writes.
+func SecretIn(patterns []SecretPattern, text string) (string, bool) {
 	for _, p := range patterns {
 		if p.Re.MatchString(text) {
 			return p.Name, true

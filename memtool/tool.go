@@ -125,7 +125,7 @@ func need[T any](v *T, field, command string) (T, error) {
 }
 
 func (t *Tool) checkSecret(text string) error {
-	if name, ok := secretIn(t.Secrets, text); ok {
+	if name, ok := SecretIn(t.Secrets, text); ok {
 		return toolErr("Refused: the text looks like a credential (%s). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", name)
 	}
 	return nil

@@ -16,6 +16,8 @@ const (
 	KindReadOnlyRejected = "read_only_rejected"
 	KindHistoryRecovered = "history_recovered"
 	KindMassDeleteHeld   = "mass_delete_held"
+	KindRemoteDeleteHeld = "remote_delete_held"
+	KindSecretHeld       = "secret_held"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -38,6 +40,17 @@ type State struct {
 	ReadOnlyRejected []string // direct writes to read-only blocks that were undone
 	HeldDeletes      []string
 	Backups          []string // refs/memfsd/backup/<unix-seconds>
+	// SecretHeld are files not committed because they look like they hold
+	// a credential, with the pattern each matched.
+	SecretHeld []SecretHold
+	// HeldRemoteDeletes are files an incoming update would delete.
+	HeldRemoteDeletes []string
+}
+
+// SecretHold is a file the secret guard keeps out of git.
+type SecretHold struct {
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"`
 }
 
 func memPath(p string) string { return "/memories/" + p }
@@ -96,6 +109,24 @@ func Build(st State, now time.Time) []Reminder {
 		out = append(out, Reminder{KindMassDeleteHeld, fmt.Sprintf(
 			"%d memory files vanished at once (%s), so nothing was deleted on the server and memory sync is paused for them. If that was a mistake, ask the operator to restore them (git checkout -- . in the memory folder). If it was intended, the operator runs: memfsd sync --agent %s --accept-deletes",
 			len(st.HeldDeletes), list(st.HeldDeletes, 5), st.Agent)})
+	}
+	if len(st.SecretHeld) > 0 {
+		var files []string
+		for i, h := range st.SecretHeld {
+			if i == 5 {
+				files = append(files, fmt.Sprintf("and %d more", len(st.SecretHeld)-5))
+				break
+			}
+			files = append(files, fmt.Sprintf("%s (%s)", memPath(h.Path), h.Pattern))
+		}
+		out = append(out, Reminder{KindSecretHeld, fmt.Sprintf(
+			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
+			strings.Join(files, ", "))})
+	}
+	if len(st.HeldRemoteDeletes) > 0 {
+		out = append(out, Reminder{KindRemoteDeleteHeld, fmt.Sprintf(
+			"An update from the memory server would delete %d of your memory files (%s), so it was not applied: your files stay and nothing is pushed until the operator decides (memfsd sync --agent %s --accept-deletes to take the deletion, --restore-deletes to put the files back on the server). Keep working; your writes are kept locally.",
+			len(st.HeldRemoteDeletes), list(st.HeldRemoteDeletes, 5), st.Agent)})
 	}
 	return out
 }

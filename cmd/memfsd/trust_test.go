@@ -206,3 +206,46 @@ func TestTrust_ShellCommitThenSync(t *testing.T) {
 		t.Fatalf("operator's block set did not reach the remote: %q", got)
 	}
 }
+
+// A credential written straight into the folder is never committed: held
+// with a reminder naming the file and the pattern until it is cleaned
+// (then committed and pushed) or deleted.
+func TestTrust_SecretInADirectWrite(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "sec")
+	dir := memDir(home, "sec")
+	key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+	os.WriteFile(filepath.Join(dir, "deploy.md"), []byte("server notes\n"+key), 0o600)
+	os.WriteFile(filepath.Join(dir, "scratch.md"), []byte("token sk-abcdefghijklmnopqrstuvwxyz0123\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "fine.md"), []byte("nothing secret\n"), 0o600)
+	waitFor(t, 10*time.Second, "fine.md committed", func() bool {
+		return git(t, dir, "log", "-1", "--format=%s", "--", "fine.md") == "memory: create fine.md"
+	})
+	r := p.reminders("sec")
+	if !r.has("secret_held") || !strings.Contains(r.Text, "/memories/deploy.md (private key block)") || !strings.Contains(r.Text, "scratch.md") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	p.turn("sec")
+	os.Remove(filepath.Join(dir, "scratch.md"))
+	os.WriteFile(filepath.Join(dir, "deploy.md"), []byte("server notes\nthe key is in the vault\n"), 0o600)
+	waitFor(t, 10*time.Second, "deploy.md committed once clean", func() bool {
+		return git(t, dir, "log", "-1", "--format=%s", "--", "deploy.md") == "memory: create deploy.md"
+	})
+	tr := p.turn("sec")
+	if tr.Outcome != "pushed" {
+		t.Fatalf("turn = %+v", tr)
+	}
+	if r := p.reminders("sec"); r.has("secret_held") {
+		t.Fatalf("secret_held after cleaning and deleting: %+v", r)
+	}
+	// Never in any commit, on either side.
+	for _, repo := range []string{dir, srv.RepoDir("sec")} {
+		if out := git(t, repo, "log", "--all", "-p", "--format=%H"); strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, "sk-abcdefghij") {
+			t.Fatalf("a secret reached a commit in %s", repo)
+		}
+	}
+	if got := git(t, srv.RepoDir("sec"), "show", "main:deploy.md"); !strings.Contains(got, "in the vault") {
+		t.Fatalf("remote deploy.md = %q", got)
+	}
+}
