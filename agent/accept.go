@@ -32,10 +32,11 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 	if opts.Deletes == opts.Restore {
 		return res, errors.New("accept: want exactly one of deletes and restore")
 	}
-	if err := a.ensureRepo(ctx); err != nil {
-		return res, err
-	}
 	repo := a.repository()
+	if repo == nil {
+		// Only the sync loop (or Open, for one command) clones.
+		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNotReady)
+	}
 	held := a.heldDeletes(repo)
 	if len(held) == 0 {
 		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNothingHeld)

@@ -32,11 +32,16 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) {
 		Dir:     a.Dir(),
 		Secrets: secrets,
 		Mu:      &a.writeMu,
+		// The tool checks the files it reads; the commit checks again
+		// against HEAD, under the pipeline's lock: a block the agent
+		// unlocked on disk behind the tool's back is still read-only.
 		Commit: func(paths []string, message string) error {
-			_, err := repo.CommitWrite(paths, message)
-			if errors.Is(err, gitmem.ErrNothingToCommit) {
-				return nil
-			}
+			_, err := repo.Commit(gitmem.CommitRequest{
+				Paths:   paths,
+				One:     true,
+				Message: func(gitmem.PathView) string { return message },
+				Guard:   toolGuard,
+			})
 			return err
 		},
 	}, nil
@@ -76,4 +81,27 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	return rel, nil
+}
+
+// toolGuard refuses a memory-tool commit that changes what is read-only in
+// HEAD (or read_only in any front matter): the tool undoes its write and
+// answers the read-only error.
+func toolGuard(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+	for _, v := range b.Views {
+		if !blocks.MayBeReadOnly(v.Path) {
+			continue
+		}
+		old, err := v.Head()
+		if err != nil {
+			return nil, err
+		}
+		work := v.Data
+		if v.Kind != gitmem.ChangeDelete && work == nil {
+			work = []byte{}
+		}
+		if err := blocks.CheckAgentWrite(v.Path, old, work); err != nil {
+			return nil, &blocks.RefusedError{Path: v.Path, Err: err}
+		}
+	}
+	return make([]gitmem.Verdict, len(b.Views)), nil
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/memfsd/memfsd/blocks"
@@ -154,9 +156,17 @@ func (a *Agent) updateHeld(held, committed []string) error {
 	}
 	next := append([]string(nil), held...)
 	for _, p := range old {
-		if !slices.Contains(committed, p) && !slices.Contains(next, p) {
-			next = append(next, p)
+		if slices.Contains(committed, p) || slices.Contains(next, p) {
+			continue
 		}
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err == nil {
+			continue // the file is back: nothing held
+		}
+		next = append(next, p)
+	}
+	slices.Sort(next)
+	if slices.Equal(next, old) {
+		return nil
 	}
 	return a.writeHeld(next)
 }

@@ -232,6 +232,12 @@ func (a *Agent) approve(rel, id string) error {
 func (a *Agent) updateSecrets(held map[string]string, committed []string) error {
 	rec := a.readSecrets()
 	changed := false
+	for p := range rec {
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+			delete(rec, p) // deleted: no longer held
+			changed = true
+		}
+	}
 	for p, pattern := range held {
 		if rec[p] != pattern {
 			rec[p], changed = pattern, true

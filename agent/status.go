@@ -172,10 +172,7 @@ func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
 			out = append(out, p)
 		}
 	}
-	if len(out) == 0 {
-		_ = a.writeHeld(nil)
-	}
-	return out
+	return out // read only: the pipeline (under writeMu) rewrites the record
 }
 
 // secretsHeld is the secret-held record narrowed to what still holds: the
@@ -190,17 +187,13 @@ func (a *Agent) secretsHeld() []reminders.SecretHold {
 	for p := range rec {
 		data, err := os.ReadFile(filepath.Join(a.Dir(), filepath.FromSlash(p)))
 		if err != nil {
-			delete(rec, p)
-			continue
+			continue // deleted: no longer held
 		}
 		name, ok := memtool.SecretIn(a.secretPatterns(), string(data))
 		if !ok {
 			continue // clean now: committed by the next flush, which clears it
 		}
 		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
-	}
-	if len(out) == 0 && len(rec) == 0 {
-		_ = a.writeSecrets(nil)
 	}
 	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
 	return out

@@ -54,3 +54,14 @@ var (
 	ErrReadOnly    = fmt.Errorf("read-only block")
 	ErrReadOnlyKey = fmt.Errorf("read_only in front matter is the operator's to change")
 )
+
+// RefusedError is a write refused for the agent at Path (Err is ErrReadOnly
+// or ErrReadOnlyKey).
+type RefusedError struct {
+	Path string
+	Err  error
+}
+
+func (e *RefusedError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *RefusedError) Unwrap() error { return e.Err }

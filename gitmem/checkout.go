@@ -3,6 +3,8 @@ package gitmem
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -42,6 +44,19 @@ func (r *Repo) moveBranch(old, new plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
+	// Deletions first: a folder the tree turns into a file (or the other
+	// way round) is emptied of what it tracked, checked, before the new
+	// entry needs its place.
+	slices.SortStableFunc(changes, func(x, y fileChange) int {
+		xd, yd := x.To.Hash.IsZero(), y.To.Hash.IsZero()
+		switch {
+		case xd && !yd:
+			return -1
+		case yd && !xd:
+			return 1
+		}
+		return strings.Compare(x.Path, y.Path)
+	})
 	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
 	if err != nil {
 		return err

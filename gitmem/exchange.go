@@ -46,9 +46,11 @@ var noExchange atomic.Bool
 func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-		// A folder stands where the file goes: the tree replaced it.
-		st, err := r.writeWorkFile(rel, data, mode)
-		return displaced{}, st, err
+		// A folder stands where the file goes (the tree replaced it): an
+		// empty one goes, one still holding the agent's files moves aside.
+		if err := clearDir(r.Dir, abs); err != nil {
+			return displaced{}, nil, fmt.Errorf("write %s: %w", rel, err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		st, err := r.writeWorkFile(rel, data, mode) // a file where a folder must go
@@ -132,21 +134,45 @@ func (r *Repo) takeWorkFile(rel string) (displaced, error) {
 	return old, nil
 }
 
-// putBack restores an agent's bytes that a replace or delete displaced
-// although they were not the version it expected. A write the agent made
-// after the displacement is newer than the one put back: it wins (it is
-// kept, the older one is the agent's own overwrite).
+// putBack restores an agent's bytes d that a replace or delete displaced
+// although they were not the version expected; ours is what that replace
+// put in their place. Each exchange must displace exactly what was put
+// there before; anything else is a write the agent made meanwhile, which is
+// newer and goes back in turn. Should the agent keep winning for ten
+// rounds, the bytes last displaced are kept beside the file as a conflict
+// copy: nothing is dropped.
 func (r *Repo) putBack(rel string, d displaced, ours plumbing.Hash, oursMode filemode.FileMode) error {
-	for attempt := 0; attempt < 10 && d.existed; attempt++ {
+	expect, expectMode := ours, oursMode
+	for attempt := 0; attempt < 10; attempt++ {
+		if !d.existed {
+			return nil
+		}
 		got, _, err := r.exchangeWorkFile(rel, d.data, d.mode)
 		if err != nil {
 			return err
 		}
-		if got.is(ours, oursMode) {
-			return nil // our version went out, the agent's came back
+		if got.is(expect, expectMode) || !got.existed {
+			return nil // what went out is what we had put there
 		}
-		d = got // the agent wrote again meanwhile: that write is newest
+		// A newer write landed on what we had put there: it goes back in,
+		// displacing the older bytes we just placed.
+		expect, expectMode = blobHash(d.data), d.mode
+		d = got
 	}
+	if !d.existed {
+		return nil
+	}
+	copyRel := ConflictName(rel, blobHash(d.data))
+	abs := filepath.Join(r.Dir, filepath.FromSlash(copyRel))
+	tmp, err := writeTemp(filepath.Dir(abs), d.data, d.mode)
+	if err != nil {
+		return fmt.Errorf("keep %s: %w", copyRel, err)
+	}
+	defer os.Remove(tmp)
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("keep %s: %w", copyRel, err)
+	}
+	r.log.Warn("a file kept changing while memfsd replaced it; the last displaced version is kept beside it", "path", rel, "copy", copyRel)
 	return nil
 }
 

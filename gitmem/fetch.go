@@ -120,6 +120,9 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		defer pack.Close()
 		r.mu.Lock()
 		err = packfile.UpdateObjectStorage(r.st, pack)
+		if err == nil {
+			err = r.objs.syncAll() // before any ref points into the pack
+		}
 		r.mu.Unlock()
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)

@@ -208,7 +208,17 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 // each.
 func (s *objectStore) flush() error {
 	defer func() { s.written = s.written[:0]; clear(s.dirs) }()
-	if !s.sync || len(s.written) == 0 {
+	if len(s.written) == 0 {
+		return nil
+	}
+	return s.syncAll()
+}
+
+// syncAll hardens everything written under the object store (a fetched
+// pack and its index included: go-git's pack writer never fsyncs) before a
+// ref may point into it. A no-op with fsync off.
+func (s *objectStore) syncAll() error {
+	if !s.sync {
 		return nil
 	}
 	f, err := os.Open(s.dir)

@@ -154,3 +154,43 @@ func TestPull_AgentWritesWhileFilesAreReplaced(t *testing.T) {
 	}
 	git(t, r.Dir, "fsck", "--strict")
 }
+
+// TestPull_FolderBecomesFile: the remote puts a file where the agent has a
+// folder of uncommitted files (and a folder where it has a changed file):
+// nothing of the agent's is deleted; it moves aside as a conflict copy.
+func TestPull_FolderBecomesFile(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	peer := cliClone(t, srv, "swap")
+	git(t, peer, "checkout", "-q", "-b", "main")
+	writeFile(t, peer, "plan", "a file called plan\n")
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "seed")
+	git(t, peer, "push", "-q", "origin", "main")
+	r := mustClone(t, srv, "swap")
+	writeFile(t, r.Dir, "notes/x.md", "the agent's uncommitted note\n") // a folder the remote will turn into a file
+	writeFile(t, r.Dir, "plan", "the agent changed plan\n")             // a file the remote will turn into a folder
+
+	os.Remove(filepath.Join(peer, "plan"))
+	writeFile(t, peer, "plan/step1.md", "step one\n")
+	writeFile(t, peer, "notes", "notes is a file now\n")
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "swap")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := r.Pull(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	filepath.Walk(r.Dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && !strings.Contains(p, "/.git/") {
+			data, _ := os.ReadFile(p)
+			found[string(data)] = p
+		}
+		return nil
+	})
+	for _, want := range []string{"the agent's uncommitted note\n", "the agent changed plan\n", "notes is a file now\n", "step one\n"} {
+		if _, ok := found[want]; !ok {
+			t.Errorf("%q is gone from the work tree (have %v)", want, found)
+		}
+	}
+	git(t, r.Dir, "fsck", "--strict")
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -109,7 +110,7 @@ func (r *Repo) writeWorkFile(rel string, data []byte, mode filemode.FileMode) (*
 		}
 	}
 	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-		if err := os.RemoveAll(abs); err != nil {
+		if err := clearDir(r.Dir, abs); err != nil {
 			return nil, fmt.Errorf("write %s: %w", rel, err)
 		}
 	}
@@ -138,13 +139,37 @@ func (r *Repo) writeWorkFile(rel string, data []byte, mode filemode.FileMode) (*
 func replaceFileWithDir(root, dir string) error {
 	for d := dir; strings.HasPrefix(d, root) && d != root; d = filepath.Dir(d) {
 		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
-			if err := os.Remove(d); err != nil {
+			// The tree's deletion of this file came first and put it back:
+			// it is the agent's, kept beside as a conflict copy.
+			if err := moveAside(root, d); err != nil {
 				return err
 			}
 			break
 		}
 	}
 	return os.MkdirAll(dir, 0o700)
+}
+
+// clearDir makes way for a file where a folder stands: an empty folder is
+// removed, one still holding files (the agent's) is moved aside.
+func clearDir(root, abs string) error {
+	if err := os.Remove(abs); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return moveAside(root, abs)
+}
+
+// moveAside renames what stands at abs (a file, or a folder holding the
+// agent's files) to a conflict-copy name beside it, so the tree can put
+// something else there without destroying it; the copy is committed next.
+func moveAside(root, abs string) error {
+	rel, _ := filepath.Rel(root, abs)
+	seed := blobHash([]byte(fmt.Sprintf("%s %d", rel, time.Now().UnixNano())))
+	dst := filepath.Join(root, filepath.FromSlash(ConflictName(filepath.ToSlash(rel), seed)))
+	if err := os.Rename(abs, dst); err != nil {
+		return fmt.Errorf("move %s aside: %w", rel, err)
+	}
+	return nil
 }
 
 // blobHash is the id the content would have as a blob.

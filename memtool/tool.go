@@ -199,6 +199,13 @@ func (t *Tool) apply(changes []change, message string) error {
 	if t.Commit != nil {
 		if err := t.Commit(paths, message); err != nil {
 			undo()
+			var refused *blocks.RefusedError
+			if errors.As(err, &refused) {
+				if errors.Is(refused, blocks.ErrReadOnlyKey) {
+					return toolErr("%s: the read_only key in front matter can only be changed by the operator", display(refused.Path))
+				}
+				return toolErr("%s is read-only and cannot be modified", display(refused.Path))
+			}
 			return fmt.Errorf("commit: %w (the write was undone)", err)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,7 +31,8 @@ func newAPIClient(addr string, timeout time.Duration) *apiClient {
 	return &apiClient{base: base, http: &http.Client{Transport: tr, Timeout: timeout}}
 }
 
-// errUnreachable marks a daemon that did not answer.
+// errUnreachable marks a daemon that could not be connected to: the request
+// was never sent, so doing the work directly instead is safe.
 type errUnreachable struct{ err error }
 
 func (e errUnreachable) Error() string {
@@ -48,12 +50,17 @@ func (c *apiClient) do(method, path string, body io.Reader, out any) (int, error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, errUnreachable{err}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return 0, errUnreachable{err}
+		}
+		// Sent, maybe applied: never fall back to doing it again.
+		return 0, fmt.Errorf("%s %s: the daemon may have applied the request but its answer was lost: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, errUnreachable{err}
+		return resp.StatusCode, fmt.Errorf("%s %s: the daemon answered %d but the answer was lost: %w", method, path, resp.StatusCode, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

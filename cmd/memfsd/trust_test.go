@@ -249,3 +249,32 @@ func TestTrust_SecretInADirectWrite(t *testing.T) {
 		t.Fatalf("remote deploy.md = %q", got)
 	}
 }
+
+// The memory tool judges a write against HEAD too, under the commit's lock:
+// a read-only file the agent unlocked on disk behind the tool's back (no
+// commit yet) is still refused.
+func TestTrust_ToolOnAFileUnlockedOnDisk(t *testing.T) {
+	srv := gitserver.New(t, token)
+	fixture.ImportInto(t, "small", srv.RepoDir("tl"))
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "tl", "--debounce", "10s")
+	dir := memDir(home, "tl")
+	headBefore := git(t, dir, "rev-parse", "HEAD")
+	policy := filepath.Join(dir, "notes", "policy.md")
+	data, _ := os.ReadFile(policy)
+	unlocked := strings.Replace(string(data), "read_only: true\n", "", 1)
+	if unlocked == string(data) {
+		t.Fatalf("fixture policy.md is not read-only:\n%s", data)
+	}
+	os.WriteFile(policy, []byte(unlocked), 0o600)
+	out, isErr := p.memory("tl", `{"command":"insert","path":"/memories/notes/policy.md","insert_line":0,"insert_text":"the agent's rule\n"}`)
+	if !isErr || out != "/memories/notes/policy.md is read-only and cannot be modified" {
+		t.Fatalf("insert into an unlocked read-only file: %q (error %v)", out, isErr)
+	}
+	if head := git(t, dir, "rev-parse", "HEAD"); head != headBefore {
+		t.Fatalf("the tool committed: %s", git(t, dir, "log", "-1", "--stat"))
+	}
+	if got, _ := os.ReadFile(policy); string(got) != unlocked {
+		t.Fatalf("the refused write was not undone: %q", got)
+	}
+}
