@@ -147,3 +147,41 @@ func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 		t.Fatalf("deletions not on the remote:\n%s", out)
 	}
 }
+
+// An agent never cloned keeps the daemon unready (memfsd health exits 1)
+// until its first clone succeeds; a turn retries it.
+func TestRun_NeverClonedStaysUnready(t *testing.T) {
+	srv := gitserver.New(t, token)
+	srv.AddFault(&gitserver.Fault{Count: -1, Status: 503})
+	home := t.TempDir()
+	p := launchDaemon(t, srv, home, "--agent", "new", "--retry-budget", "300ms")
+	health := func() int {
+		cmd := exec.Command(binPath, "health", "--home", home)
+		if err := cmd.Run(); err != nil {
+			if ee, ok := err.(*exec.ExitError); ok {
+				return ee.ExitCode()
+			}
+			t.Fatal(err)
+		}
+		return 0
+	}
+	waitFor(t, 10*time.Second, "the first clone failed", func() bool {
+		var st status
+		code, _ := p.get("/v1/agents/new/status", &st)
+		return code == 200 && string(st.LastError) != "null"
+	})
+	if code, _ := p.get("/healthz", nil); code != 503 {
+		t.Fatalf("healthz with an agent never cloned = %d, want 503", code)
+	}
+	if code := health(); code != 1 {
+		t.Fatalf("memfsd health = %d, want 1", code)
+	}
+	srv.ClearFaults()
+	if tr := p.turn("new"); tr.Outcome == "failed" {
+		t.Fatalf("turn after the remote came back = %+v", tr)
+	}
+	p.waitHealthy(10 * time.Second)
+	if code := health(); code != 0 {
+		t.Fatalf("memfsd health = %d, want 0", code)
+	}
+}

@@ -1,0 +1,118 @@
+package gitmem_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/retry"
+)
+
+// The HTTP client is process-wide: these tests install short deadlines
+// and put the defaults back.
+func shortDeadlines(t *testing.T) {
+	gitmem.InstallHTTPClient(gitmem.HTTPTimeouts{ResponseHeader: 300 * time.Millisecond, Idle: 300 * time.Millisecond})
+	t.Cleanup(func() { gitmem.InstallHTTPClient(gitmem.DefaultHTTPTimeouts()) })
+}
+
+func TestInstallHTTPClient(t *testing.T) {
+	t.Run("SilentRemoteTimesOut", func(t *testing.T) {
+		srv := gitserver.New(t, testToken)
+		r := mustClone(t, srv, "silent")
+		shortDeadlines(t)
+		f := srv.AddFault(&gitserver.Fault{Count: -1, Hang: true})
+		start := time.Now()
+		_, err := r.Fetch(context.Background())
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Fatalf("fetch from a silent remote: %v after %s", err, took)
+		}
+		if c := retry.ClassOf(err); c != retry.ClassRetryable {
+			t.Fatalf("class = %s (%v), want retryable", c, err)
+		}
+		f.Release()
+		srv.ClearFaults()
+		if _, err := r.Fetch(context.Background()); err != nil {
+			t.Fatalf("fetch after the remote answered again: %v", err)
+		}
+	})
+	t.Run("BodyStallsMidway", func(t *testing.T) {
+		stall := make(chan struct{})
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+			w.WriteHeader(200)
+			w.Write([]byte("001e# service=git-upload-pack\n"))
+			w.(http.Flusher).Flush()
+			select { // headers sent, then nothing
+			case <-stall:
+			case <-r.Context().Done():
+			}
+		}))
+		defer ts.Close()
+		defer close(stall)
+		shortDeadlines(t)
+		r := mustClone(t, gitserver.New(t, testToken), "x")
+		r.Remote = gitmem.Remote{URL: ts.URL + "/stalled.git"}
+		start := time.Now()
+		_, err := r.Fetch(context.Background())
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Fatalf("fetch from a stalling body: %v after %s", err, took)
+		}
+		if c := retry.ClassOf(err); c != retry.ClassRetryable {
+			t.Fatalf("class = %s (%v), want retryable", c, err)
+		}
+	})
+	t.Run("UntrustedCertificateIsPermanent", func(t *testing.T) {
+		ts := httptest.NewTLSServer(http.NotFoundHandler()) // self-signed
+		defer ts.Close()
+		r := mustClone(t, gitserver.New(t, testToken), "tls")
+		r.Remote = gitmem.Remote{URL: ts.URL + "/v1/git/tls/state.git"}
+		attempts := 0
+		out, err := retry.Do(context.Background(), retry.DefaultPolicy(), "fetch tls", func(ctx context.Context) error {
+			attempts++
+			_, err := r.Fetch(ctx)
+			return err
+		})
+		if retry.ClassOf(err) != retry.ClassPermanent || out.Attempts != 1 || attempts != 1 {
+			t.Fatalf("self-signed certificate: class %s after %d attempts: %v", retry.ClassOf(err), out.Attempts, err)
+		}
+	})
+}
+
+func TestDo_RetryAfterCappedAtTheBudget(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "later")
+	srv.AddFault(&gitserver.Fault{Count: -1, Status: 503, Header: http.Header{"Retry-After": {"3600"}}})
+	p := retry.Policy{Initial: 10 * time.Millisecond, Multiplier: 2, Max: 50 * time.Millisecond, Budget: 2 * time.Second}
+	start := time.Now()
+	out, err := retry.Do(context.Background(), p, "fetch", func(ctx context.Context) error {
+		_, err := r.Fetch(ctx)
+		return err
+	})
+	if took := time.Since(start); took > 10*time.Second || retry.ClassOf(err) != retry.ClassRetryable {
+		t.Fatalf("Retry-After: 3600 with a 2 s budget: %v after %s (%d attempts)", err, took, out.Attempts)
+	}
+}
+
+func TestDo_CallerCancelNotRetried(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "cancel")
+	srv.AddFault(&gitserver.Fault{Count: -1, Hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	out, err := retry.Do(ctx, retry.DefaultPolicy(), "fetch", func(ctx context.Context) error {
+		_, err := r.Fetch(ctx)
+		return err
+	})
+	if took := time.Since(start); err == nil || took > 5*time.Second || out.Attempts != 1 {
+		t.Fatalf("cancelled: %v after %s, %d attempts", err, took, out.Attempts)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Logf("error after cancel: %v", err)
+	}
+}
