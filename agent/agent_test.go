@@ -234,3 +234,39 @@ func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
 }
 
 func gitErrIn(dir string, args ...string) (string, error) { return testgit.Try(dir, args...) }
+
+// TestAgent_EmbeddedRemoteDivergence: another writer pushes to the embedded
+// remote (a clone of its bare repository) while this one has a local
+// commit: the sync recovers as with a real server, both sides kept.
+func TestAgent_EmbeddedRemoteDivergence(t *testing.T) {
+	cfg := &agent.Config{Home: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := open(t, cfg, "emb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(cfg.Home, "remote", "v1", "git", "emb", "state.git")
+	peer := filepath.Join(t.TempDir(), "peer")
+	git(t, "", "clone", "-q", bare, peer)
+	os.WriteFile(filepath.Join(peer, "theirs.md"), []byte("from the other writer\n"), 0o600)
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "theirs")
+	git(t, peer, "push", "-q", "origin", "main")
+
+	os.WriteFile(filepath.Join(a.Dir(), "ours.md"), []byte("from this agent\n"), 0o600)
+	res, err := a.Sync(ctx, agent.SyncOptions{})
+	if err != nil {
+		t.Fatalf("sync after another writer pushed to the embedded remote: %v", err)
+	}
+	tree := git(t, bare, "ls-tree", "--name-only", "main")
+	if !strings.Contains(tree, "theirs.md") || !strings.Contains(tree, "ours.md") {
+		t.Fatalf("remote tree after the recovery (%+v):\n%s", res, tree)
+	}
+	git(t, bare, "fsck", "--strict")
+}

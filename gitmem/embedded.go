@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // EmbeddedScheme is the URL scheme of the in-process remote: bare
@@ -47,7 +50,33 @@ func (t *embeddedTransport) NewUploadPackSession(ep *transport.Endpoint, auth tr
 	if err := initBare(ep.Path); err != nil {
 		return nil, err
 	}
-	return t.inner.NewUploadPackSession(ep, auth)
+	s, err := t.inner.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	return &havesUploadPack{UploadPackSession: s, dir: ep.Path}, nil
+}
+
+// havesUploadPack drops the haves the repository does not hold: a real
+// server ignores commits it does not know (they are just not common), but
+// go-git's in-process one fails "object not found" on them, as when another
+// writer pushed and our local tip is not on the remote.
+type havesUploadPack struct {
+	transport.UploadPackSession
+	dir string
+}
+
+func (s *havesUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	st := filesystem.NewStorage(osfs.New(s.dir), cache.NewObjectLRUDefault())
+	defer st.Close()
+	kept := req.Haves[:0]
+	for _, h := range req.Haves {
+		if st.HasEncodedObject(h) == nil {
+			kept = append(kept, h)
+		}
+	}
+	req.Haves = kept
+	return s.UploadPackSession.UploadPack(ctx, req)
 }
 
 func (t *embeddedTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
@@ -69,8 +98,19 @@ type casReceivePack struct {
 }
 
 func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	// The compare-and-swap holds across processes (the daemon and `memfsd
+	// sync` on one home): an flock on the bare repository, within this
+	// process a mutex too (flock is per open file, not per goroutine).
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	lock, err := os.OpenFile(filepath.Join(s.dir, "memfsd-push.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock embedded remote: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock embedded remote: %w", err)
+	}
 	for _, cmd := range req.Commands {
 		cur, err := readRef(s.dir, cmd.Name.String())
 		if err != nil {

@@ -278,3 +278,35 @@ func TestTrust_ToolOnAFileUnlockedOnDisk(t *testing.T) {
 		t.Fatalf("the refused write was not undone: %q", got)
 	}
 }
+
+// On the embedded default remote, another writer's push (a clone of the
+// bare repository) is recovered by memfsd sync as with a real server.
+func TestTrust_EmbeddedRemoteDivergenceThroughSync(t *testing.T) {
+	home := t.TempDir()
+	sync := func() (int, string) {
+		out, err := exec.Command(binPath, "sync", "--agent", "local", "--home", home).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+	if code, out := sync(); code != 0 {
+		t.Fatalf("first sync: %d %s", code, out)
+	}
+	bare := filepath.Join(home, "remote", "v1", "git", "local", "state.git")
+	peer := filepath.Join(t.TempDir(), "peer")
+	git(t, "", "clone", "-q", bare, peer)
+	os.WriteFile(filepath.Join(peer, "theirs.md"), []byte("pushed by another writer\n"), 0o600)
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "theirs")
+	git(t, peer, "push", "-q", "origin", "main")
+	os.WriteFile(filepath.Join(memDir(home, "local"), "ours.md"), []byte("written here\n"), 0o600)
+	if code, out := sync(); code != 0 {
+		t.Fatalf("sync after another writer pushed: %d %s", code, out)
+	}
+	tree := git(t, bare, "ls-tree", "--name-only", "main")
+	if !strings.Contains(tree, "theirs.md") || !strings.Contains(tree, "ours.md") {
+		t.Fatalf("embedded remote after the recovery:\n%s", tree)
+	}
+	git(t, bare, "fsck", "--strict")
+}
