@@ -66,6 +66,8 @@ type Agent struct {
 	// writeMu serialises the pipeline's commits with memory-tool calls and
 	// operator block changes (local steps only, never the network).
 	writeMu sync.Mutex
+	// callMu serialises idempotent memory calls (look up, run, record).
+	callMu sync.Mutex
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned

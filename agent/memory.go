@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -19,7 +20,11 @@ var ErrNotReady = errors.New("memory is not available yet: the agent's first clo
 
 // MemoryTool is the memory tool over this agent's folder: each successful
 // write is one commit, serialised with the pipeline's commits.
-func (a *Agent) MemoryTool() (*memtool.Tool, error) {
+func (a *Agent) MemoryTool() (*memtool.Tool, error) { return a.memoryTool("") }
+
+// memoryTool is MemoryTool whose commits carry trailer (when not empty) as
+// a last line of their message.
+func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 	repo := a.repository()
 	if repo == nil {
 		return nil, ErrNotReady
@@ -36,6 +41,9 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) {
 		// against HEAD, under the pipeline's lock: a block the agent
 		// unlocked on disk behind the tool's back is still read-only.
 		Commit: func(paths []string, message string) error {
+			if trailer != "" {
+				message = strings.TrimRight(message, "\n") + "\n\n" + trailer
+			}
 			_, err := repo.Commit(gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,

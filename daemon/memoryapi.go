@@ -25,12 +25,18 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: " + err.Error(), IsError: true})
 			return
 		}
-		tool, err := a.MemoryTool()
+		key := r.Header.Get("Idempotency-Key")
+		if _, ok := r.Header["Idempotency-Key"]; ok {
+			if err := agent.ValidIdempotencyKey(key); err != nil {
+				writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: header Idempotency-Key: " + err.Error(), IsError: true})
+				return
+			}
+		}
+		res, err := a.RunMemory(in, key)
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: err.Error(), IsError: true})
 			return
 		}
-		res := tool.Run(in)
 		if !res.IsError && in.Command != "view" {
 			d.metrics.commits.Inc()
 		}

@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -119,4 +120,32 @@ func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, err
 		}
 	}
 	return rel, ahead, behind, nil
+}
+
+// FindTrailer walks HEAD's first-parent chain back at most limit commits
+// for one whose message has line as a line of its own (a trailer such as
+// "Memory-Call: K"), and returns it.
+func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.Head()
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	for i := 0; i < limit && !h.IsZero(); i++ {
+		c, err := r.objs.commit(h)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		for _, l := range strings.Split(c.Message, "\n") {
+			if l == line {
+				return h, true, nil
+			}
+		}
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return plumbing.ZeroHash, false, nil
 }

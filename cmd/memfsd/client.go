@@ -41,9 +41,17 @@ func (e errUnreachable) Error() string {
 
 // do sends a request; out receives the JSON answer. It returns the status.
 func (c *apiClient) do(method, path string, body io.Reader, out any) (int, error) {
+	return c.doWith(method, path, nil, body, out)
+}
+
+// doWith is do with extra request headers.
+func (c *apiClient) doWith(method, path string, header http.Header, body io.Reader, out any) (int, error) {
 	req, err := http.NewRequest(method, c.base+path, body)
 	if err != nil {
 		return 0, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 )
 
 func newMemoryCmd(g *globals) *cobra.Command {
-	var id string
+	var id, key string
 	cmd := &cobra.Command{
 		Use:   "memory --agent ID < input.json",
 		Short: "One memory-tool call: JSON input on stdin, result text on stdout",
@@ -35,13 +36,23 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var header http.Header
+			if cmd.Flags().Changed("idempotency-key") || key != "" {
+				if err := agent.ValidIdempotencyKey(key); err != nil {
+					return fmt.Errorf("flag --idempotency-key: %w", err)
+				}
+				header = http.Header{"Idempotency-Key": {key}}
+			}
 			var res memtool.Result
 			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
-			code, err := c.do("POST", "/v1/agents/"+id+"/memory", bytes.NewReader(data), &res)
+			code, err := c.doWith("POST", "/v1/agents/"+id+"/memory", header, bytes.NewReader(data), &res)
 			var unreachable errUnreachable
 			switch {
-			case errors.As(err, &unreachable) || code == 404:
-				if res, err = runMemoryDirect(cmd, g, id, in); err != nil {
+			// Directly only when the request was never sent (no daemon), or
+			// the daemon does not manage this agent: never after it may
+			// have applied the call.
+			case errors.As(err, &unreachable) || (err == nil && code == 404):
+				if res, err = runMemoryDirect(cmd, g, id, in, key); err != nil {
 					return err
 				}
 			case err != nil:
@@ -55,12 +66,13 @@ func newMemoryCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "apply this call at most once, also when retried after a lost answer or a restart (a harness passes the tool_use id) (env MEMFSD_IDEMPOTENCY_KEY)")
 	return cmd
 }
 
 // runMemoryDirect runs the call on the folder itself (no daemon): the
 // commit is made now, the push at the next sync or turn.
-func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input) (memtool.Result, error) {
+func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input, key string) (memtool.Result, error) {
 	cfg, err := g.config()
 	if err != nil {
 		return memtool.Result{}, err
@@ -70,7 +82,7 @@ func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input
 		return memtool.Result{}, err
 	}
 	defer a.Close(context.Background())
-	return runTool(a, in)
+	return a.RunMemory(in, key)
 }
 
 func newRemindersCmd(g *globals) *cobra.Command {
@@ -178,12 +190,4 @@ func newBlockCmd(g *globals) *cobra.Command {
 	set.Flags().StringVar(&file, "file", "", "file with the new block content, front matter included (env MEMFSD_FILE)")
 	block.AddCommand(set)
 	return block
-}
-
-func runTool(a *agent.Agent, in memtool.Input) (memtool.Result, error) {
-	tool, err := a.MemoryTool()
-	if err != nil {
-		return memtool.Result{}, err
-	}
-	return tool.Run(in), nil
 }

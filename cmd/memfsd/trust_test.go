@@ -3,10 +3,12 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,4 +311,79 @@ func TestTrust_EmbeddedRemoteDivergenceThroughSync(t *testing.T) {
 		t.Fatalf("embedded remote after the recovery:\n%s", tree)
 	}
 	git(t, bare, "fsck", "--strict")
+}
+
+// One Idempotency-Key applies once: repeated, after a restart, and with its
+// answer record gone (the commit's Memory-Call trailer still knows).
+func TestTrust_IdempotentMemoryCalls(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "idem")
+	dir := memDir(home, "idem")
+	call := func(p *proc, key, input string) (string, bool) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://memfsd/v1/agents/idem/memory", strings.NewReader(input))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := p.api.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct {
+			Content string `json:"content"`
+			IsError bool   `json:"is_error"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("memory call: %d %v", resp.StatusCode, err)
+		}
+		return res.Content, res.IsError
+	}
+	if out, isErr := p.memory("idem", `{"command":"create","path":"/memories/log.md","file_text":"start\n"}`); isErr {
+		t.Fatal(out)
+	}
+	insert := `{"command":"insert","path":"/memories/log.md","insert_line":1,"insert_text":"once\n"}`
+	first, isErr := call(p, "toolu_01ABC", insert)
+	if isErr {
+		t.Fatal(first)
+	}
+	commits := commitCount(t, dir, "HEAD")
+	if again, _ := call(p, "toolu_01ABC", insert); again != first {
+		t.Fatalf("repeated key answered %q, want the first answer %q", again, first)
+	}
+	if msg := git(t, dir, "log", "-1", "--format=%B"); !strings.Contains(msg, "Memory-Call: toolu_01ABC") {
+		t.Fatalf("commit message lacks the trailer:\n%s", msg)
+	}
+	if err := p.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p = startDaemon(t, srv, home, "--agent", "idem")
+	if again, _ := call(p, "toolu_01ABC", insert); again != first {
+		t.Fatalf("after a restart the key answered %q", again)
+	}
+	os.RemoveAll(filepath.Join(dir, ".git", "memfsd", "calls"))
+	if again, isErr := call(p, "toolu_01ABC", insert); isErr || !strings.HasPrefix(again, "already applied in ") {
+		t.Fatalf("with the answer record gone: %q (error %v)", again, isErr)
+	}
+	// The CLI's flag, through the daemon.
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(binPath, "memory", "--agent", "idem", "--home", home, "--idempotency-key", "toolu_02XYZ")
+		cmd.Stdin = strings.NewReader(`{"command":"insert","path":"/memories/log.md","insert_line":0,"insert_text":"cli\n"}`)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("memfsd memory: %v %s", err, out)
+		}
+	}
+	if n := commitCount(t, dir, "HEAD"); n != commits+1 {
+		t.Fatalf("%d commits after the repeats, want %d (each key once)", n, commits+1)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "log.md")); string(data) != "cli\nstart\nonce\n" {
+		t.Fatalf("log.md = %q", data)
+	}
+	if code, _ := p.call("POST", "/v1/agents/idem/memory", insert, nil); code != 200 {
+		t.Fatalf("no key: %d", code)
+	}
+	req, _ := http.NewRequest("POST", "http://memfsd/v1/agents/idem/memory", strings.NewReader(insert))
+	req.Header.Set("Idempotency-Key", "has space")
+	if resp, err := p.api.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("bad key: %v %v", resp, err)
+	}
 }
