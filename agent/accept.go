@@ -17,6 +17,10 @@ type AcceptOptions struct {
 type AcceptResult struct {
 	Committed []string `json:"committed"` // held deletions committed
 	Restored  []string `json:"restored"`  // held files put back
+	// RemoteUpdate is the held remote tip the decision was recorded for:
+	// the next sync applies it (deletes) or re-adds its deletions on top
+	// and pushes them (restore).
+	RemoteUpdate string `json:"remote_update,omitempty"`
 }
 
 // ErrNothingHeld is returned by Accept when nothing is held.
@@ -38,8 +42,23 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNotReady)
 	}
 	held := a.heldDeletes(repo)
-	if len(held) == 0 {
+	remote := a.readHeldRemote()
+	if len(held) == 0 && remote.Remote == "" {
 		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNothingHeld)
+	}
+	if remote.Remote != "" {
+		key := approveRemoteAccept
+		if opts.Restore {
+			key = approveRemoteRestore
+		}
+		if err := a.approve(key, remote.Remote); err != nil {
+			return res, fmt.Errorf("accept %s: %w", a.ID, err)
+		}
+		res.RemoteUpdate = remote.Remote
+		a.log.Info("held remote update decided by the operator", "remote", remote.Remote, "restore", opts.Restore)
+		if len(held) == 0 {
+			return res, nil
+		}
 	}
 	if opts.Restore {
 		a.writeMu.Lock()

@@ -193,7 +193,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
-		Outgoing: a.outgoingGuard, Keep: a.keepRejected}
+		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first
@@ -261,5 +261,11 @@ func (a *Agent) recordErr(err error, attempts int) {
 	}
 	a.mu.Lock()
 	a.lastErr = &LastError{Class: string(class), Message: err.Error(), At: time.Now().UTC(), Attempts: attempts}
+	a.mu.Unlock()
+}
+
+func (a *Agent) clearErr() {
+	a.mu.Lock()
+	a.lastErr = nil
 	a.mu.Unlock()
 }

@@ -212,3 +212,35 @@ func (a *Agent) secretPatterns() []memtool.SecretPattern {
 	}
 	return a.cfg.SecretPatterns
 }
+
+// Operator decisions on a held remote update, in the operator's record
+// (outside the memory folder), keyed by the remote tip they apply to.
+const (
+	approveRemoteAccept  = "remote-update:accept"
+	approveRemoteRestore = "remote-update:restore"
+)
+
+// incomingGuard is the remote-deletion guard (SPEC §8): an update from the
+// remote whose net effect deletes more than half of the tracked files (at
+// least MassDeleteMin) is not applied until the operator accepts it or
+// restores the files, for exactly that remote tip.
+func (a *Agent) incomingGuard(u gitmem.IncomingUpdate) (gitmem.IncomingDecision, error) {
+	tracked, err := u.Tracked()
+	if err != nil {
+		return gitmem.ApplyIncoming, err
+	}
+	if !IsMassDelete(len(u.Deleted), tracked, tracked-len(u.Deleted)+u.Created) {
+		return gitmem.ApplyIncoming, a.writeHeldRemote(heldRemote{})
+	}
+	approved := a.readApproved()
+	tip := u.Remote.String()
+	switch {
+	case slices.Contains(approved[approveRemoteAccept], tip):
+		a.log.Info("applying a remote update with mass deletions: accepted by the operator", "files", len(u.Deleted))
+		return gitmem.ApplyIncoming, a.writeHeldRemote(heldRemote{})
+	case slices.Contains(approved[approveRemoteRestore], tip):
+		return gitmem.RestoreIncoming, a.writeHeldRemote(heldRemote{})
+	}
+	a.log.Warn("remote update held: it would delete most of the memory", "files", len(u.Deleted), "tracked", tracked, "remote", tip)
+	return gitmem.HoldIncoming, a.writeHeldRemote(heldRemote{Remote: tip, Paths: u.Deleted})
+}

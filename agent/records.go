@@ -22,6 +22,8 @@ const (
 	heldDeletesFile = "held-deletes.json"
 	// secretHeldFile maps files held by the secret guard to the pattern.
 	secretHeldFile = "secret-held.json"
+	// heldRemoteFile is the remote update held by the remote-deletion guard.
+	heldRemoteFile = "held-remote.json"
 	// rejectedDir keeps the bytes of direct writes to read-only blocks that
 	// were undone: <unix-nanos>-<path with / as %>.
 	rejectedDir = "rejected"
@@ -272,5 +274,33 @@ func (a *Agent) writeSecrets(rec map[string]string) error {
 		return nil
 	}
 	data, _ := json.Marshal(rec)
+	return writeRecord(p, data)
+}
+
+// heldRemote is a remote update the remote-deletion guard did not apply.
+type heldRemote struct {
+	Remote string   `json:"remote"`
+	Paths  []string `json:"paths"`
+}
+
+func (a *Agent) readHeldRemote() heldRemote {
+	var h heldRemote
+	if data, err := os.ReadFile(a.recordPath(heldRemoteFile)); err == nil {
+		_ = json.Unmarshal(data, &h)
+	}
+	return h
+}
+
+// writeHeldRemote records the held update (the zero value clears it).
+func (a *Agent) writeHeldRemote(h heldRemote) error {
+	p := a.recordPath(heldRemoteFile)
+	if h.Remote == "" {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("record held remote update: %w", err)
+		}
+		return nil
+	}
+	slices.Sort(h.Paths)
+	data, _ := json.Marshal(h)
 	return writeRecord(p, data)
 }

@@ -145,6 +145,7 @@ func (a *Agent) Status(scan bool) Status {
 			st.HeldDeletes = a.heldDeletes(repo)
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
+			st.HeldRemoteDeletes = a.readHeldRemote().Paths
 		}
 	}
 	st.State = stateOf(st, broken)
@@ -201,7 +202,7 @@ func (a *Agent) secretsHeld() []reminders.SecretHold {
 
 func stateOf(st Status, broken bool) string {
 	switch {
-	case broken, len(st.HeldDeletes) > 0:
+	case broken, len(st.HeldDeletes) > 0, len(st.HeldRemoteDeletes) > 0:
 		return StateError
 	case st.LastError != nil:
 		switch retry.Class(st.LastError.Class) {

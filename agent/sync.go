@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +70,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		attempt++
 		var err error
 		rr, err = repo.Reconcile(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, gitmem.ErrRemoteDeleteHeld) {
 			a.recordErr(retry.Wrap("sync "+a.ID, err), attempt)
 		}
 		return err
@@ -79,6 +80,11 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	res.Replayed, res.Conflicts, res.Backup = rr.Replayed, rr.Conflicts, rr.Backup
 	if res.Pulled && a.Hooks.Pulled != nil {
 		a.Hooks.Pulled()
+	}
+	if errors.Is(err, gitmem.ErrRemoteDeleteHeld) {
+		// A hold, not a failure: the state says so (held_remote_deletes).
+		a.clearErr()
+		return res, fmt.Errorf("sync %s: %w (run memfsd sync --agent %s --accept-deletes to take the deletions, or --restore-deletes to put the files back on the remote)", a.ID, err, a.ID)
 	}
 	if err != nil {
 		a.log.Warn("sync failed", "class", string(retry.ClassOf(err)), "attempts", res.Attempts, "err", err)
@@ -96,6 +102,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			return res, err
 		}
 	}
+	_ = a.writeHeldRemote(heldRemote{}) // the remote's update is in (or there was none)
 	a.mu.Lock()
 	if a.lastErr != nil {
 		a.log.Info("sync recovered", "after_class", a.lastErr.Class)

@@ -113,16 +113,22 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 	}
 	switch rel {
 	case Behind:
-		if err := r.moveBranch(local, remote); err != nil {
+		target, restored, err := r.checkIncoming(local, remote, remote)
+		if err != nil {
+			return false, err
+		}
+		if err := r.moveBranch(local, target); err != nil {
 			return false, fmt.Errorf("fast-forward: %w", err)
 		}
 		res.Pulled = true
-		res.Head = remote
-		return true, nil
+		res.Head = target
+		return !restored, nil // a restore commit on top is ours to push
 	case Diverged, Unrelated:
 		var rr replayResult
 		if rel == Diverged {
-			rr, err = r.replay(local, remote)
+			if rr, err = r.replay(local, remote); err == nil {
+				rr.Head, _, err = r.checkIncoming(local, remote, rr.Head)
+			}
 		} else {
 			if res.Backup, err = r.backup(local); err != nil {
 				return false, err

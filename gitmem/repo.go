@@ -50,6 +50,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Outgoing, when set, judges every push's range (see OutgoingCheck).
 	Outgoing OutgoingCheck
+	// Incoming, when set, judges every update from the remote before it is
+	// applied (see IncomingCheck).
+	Incoming IncomingCheck
 	// Keep stores bytes the outgoing check takes back (rejected writes).
 	Keep func(path string, rejected []byte) error
 }

@@ -122,8 +122,8 @@ func classify(err error) (Class, time.Duration) {
 		return ClassNotFound, 0
 	case errors.Is(err, gitmem.ErrLocked):
 		return ClassRetryable, 0
-	case isCertificateError(err):
-		return ClassPermanent, 0
+	case isCertificateError(err), errors.Is(err, gitmem.ErrRemoteDeleteHeld):
+		return ClassPermanent, 0 // nothing to retry: a person decides
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0
 	}

@@ -196,7 +196,9 @@ type status struct {
 	LastError   json.RawMessage `json:"last_error"`
 	Conflicts   []string        `json:"conflicts"`
 	HeldDeletes []string        `json:"held_deletes"`
-	LastSyncAt  *time.Time      `json:"last_sync_at"`
+	// HeldRemoteDeletes are files a held remote update would delete.
+	HeldRemoteDeletes []string   `json:"held_remote_deletes"`
+	LastSyncAt        *time.Time `json:"last_sync_at"`
 }
 
 func (p *proc) turn(id string) turnResult {

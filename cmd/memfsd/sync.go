@@ -48,8 +48,8 @@ func newSyncCmd(g *globals) *cobra.Command {
 				return syncFailed(cmd, err)
 			}
 			defer a.Close(context.Background())
-			if restoreDeletes {
-				if _, err := a.Accept(cmd.Context(), agent.AcceptOptions{Restore: true}); err != nil && !errors.Is(err, agent.ErrNothingHeld) {
+			if acceptDeletes || restoreDeletes {
+				if _, err := a.Accept(cmd.Context(), agent.AcceptOptions{Deletes: acceptDeletes, Restore: restoreDeletes}); err != nil && !errors.Is(err, agent.ErrNothingHeld) {
 					return syncFailed(cmd, err)
 				}
 			}

@@ -387,3 +387,71 @@ func TestTrust_IdempotentMemoryCalls(t *testing.T) {
 		t.Fatalf("bad key: %v %v", resp, err)
 	}
 }
+
+// Another clone pushes a commit deleting 40 of 42 files: the update is held
+// (files stay, nothing pushed, reminder), then restored by the operator,
+// then, deleted again, accepted.
+func TestTrust_RemoteMassDeletionHeld(t *testing.T) {
+	srv := gitserver.New(t, token)
+	fixture.ImportInto(t, "memory-42", srv.RepoDir("wipe"))
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "wipe")
+	dir := memDir(home, "wipe")
+	peer := peerClone(t, srv, "wipe")
+	wipe := func() {
+		git(t, peer, "pull", "-q", "origin", "main")
+		git(t, peer, "rm", "-q", "-r", "notes")
+		git(t, peer, "commit", "-q", "-m", "backfill: a fresh memory")
+		git(t, peer, "push", "-q", "origin", "main")
+	}
+	wipe()
+	headBefore := git(t, dir, "rev-parse", "HEAD")
+	tr := p.turn("wipe")
+	if len(tr.Status.HeldRemoteDeletes) != 40 || tr.Status.State != "error" {
+		t.Fatalf("turn after a remote mass deletion = %+v", tr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes", "n17.md")); err != nil || git(t, dir, "rev-parse", "HEAD") != headBefore {
+		t.Fatal("the held update was applied locally")
+	}
+	if r := p.reminders("wipe"); !r.has("remote_delete_held") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	os.WriteFile(filepath.Join(dir, "while-held.md"), []byte("written while held\n"), 0o600)
+	waitFor(t, 10*time.Second, "commit while held", func() bool { return len(p.status("wipe").Dirty) == 0 })
+	if tr := p.turn("wipe"); tr.Pushed != 0 || git(t, srv.RepoDir("wipe"), "ls-tree", "--name-only", "main", "while-held.md") != "" {
+		t.Fatalf("pushed while held: %+v", tr)
+	}
+
+	// Restore: the files are re-added on top of the remote's commit.
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "wipe", "--restore-deletes"); code != 0 {
+		t.Fatalf("restore: %d %s", code, out)
+	}
+	tree := git(t, srv.RepoDir("wipe"), "ls-tree", "-r", "--name-only", "main")
+	if !strings.Contains(tree, "notes/n17.md") || !strings.Contains(tree, "while-held.md") {
+		t.Fatalf("remote after the restore:\n%s", tree)
+	}
+	if log := git(t, srv.RepoDir("wipe"), "log", "--format=%s", "main"); !strings.Contains(log, "memfsd: restore 40 files a remote update deleted") {
+		t.Fatalf("remote log:\n%s", log)
+	}
+	if st := p.status("wipe"); len(st.HeldRemoteDeletes) != 0 || st.State == "error" {
+		t.Fatalf("after the restore: %+v", st)
+	}
+
+	// Deleted again, and this time accepted.
+	wipe()
+	if tr := p.turn("wipe"); len(tr.Status.HeldRemoteDeletes) != 40 {
+		t.Fatalf("second deletion not held: %+v", tr)
+	}
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "wipe", "--accept-deletes"); code != 0 {
+		t.Fatalf("accept: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes", "n17.md")); !os.IsNotExist(err) {
+		t.Fatalf("accepted deletion not applied locally: %v", err)
+	}
+	if st := p.status("wipe"); len(st.HeldRemoteDeletes) != 0 || st.State == "error" {
+		t.Fatalf("after the accept: %+v", st)
+	}
+	if r := p.reminders("wipe"); r.has("remote_delete_held") {
+		t.Fatalf("reminder left after the accept: %+v", r)
+	}
+}
