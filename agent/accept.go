@@ -21,6 +21,8 @@ type AcceptResult struct {
 	// the next sync applies it (deletes) or re-adds its deletions on top
 	// and pushes them (restore).
 	RemoteUpdate string `json:"remote_update,omitempty"`
+	// HeldPush is the local tip whose held push the decision was for.
+	HeldPush string `json:"held_push,omitempty"`
 }
 
 // ErrNothingHeld is returned by Accept when nothing is held.
@@ -42,9 +44,21 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNotReady)
 	}
 	held := a.heldDeletes(repo)
-	remote := a.readHeldRemote()
-	if len(held) == 0 && remote.Remote == "" {
+	remote, push := a.readHeldRemote(), a.readHeldPush()
+	if len(held) == 0 && remote.Remote == "" && push.Remote == "" {
 		return res, fmt.Errorf("accept %s: %w", a.ID, ErrNothingHeld)
+	}
+	if push.Remote != "" {
+		// A committed deletion whose push is held: decided for that tip.
+		key := approvePushAccept
+		if opts.Restore {
+			key = approvePushRestore
+		}
+		if err := a.approve(key, push.Remote); err != nil {
+			return res, fmt.Errorf("accept %s: %w", a.ID, err)
+		}
+		res.HeldPush = push.Remote
+		a.log.Info("held push decided by the operator", "tip", push.Remote, "restore", opts.Restore)
 	}
 	if remote.Remote != "" {
 		key := approveRemoteAccept
@@ -56,9 +70,9 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		}
 		res.RemoteUpdate = remote.Remote
 		a.log.Info("held remote update decided by the operator", "remote", remote.Remote, "restore", opts.Restore)
-		if len(held) == 0 {
-			return res, nil
-		}
+	}
+	if len(held) == 0 {
+		return res, nil
 	}
 	if opts.Restore {
 		a.writeMu.Lock()
@@ -79,6 +93,10 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		a.Hooks.Committed(out.Committed)
 	}
 	res.Committed = held
+	// The operator took these deletions: their push is not held again.
+	if err := a.approve(approvePushAccept, a.localTip()); err != nil {
+		return res, fmt.Errorf("accept %s: %w", a.ID, err)
+	}
 	a.log.Info("held deletions accepted by the operator", "files", len(held))
 	return res, nil
 }

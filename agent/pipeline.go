@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,25 +172,36 @@ func (a *Agent) updateHeld(held, committed []string) error {
 	return a.writeHeld(next)
 }
 
-// outgoingGuard is the outgoing range check (SPEC §8): before every push,
+// outgoingGuard is the outgoing range check (SPEC §8), before every push:
 // a read-only block must equal the remote's version and no front matter may
 // gain or lose read_only, unless the operator set exactly that content
-// (block set, recorded outside the memory folder). Whatever route made the
-// change — a shell's git commit included — it is put back.
-func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile) ([]string, error) {
-	var restore []string
+// (block set, recorded outside the memory folder); and a range whose net
+// effect deletes more than half of the remote's files (at least
+// MassDeleteMin) is held until the operator accepts it or restores the
+// files, for exactly that local tip. Whatever route made the change — a
+// shell's git commit included — it is put back or held.
+func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (int, error)) (gitmem.OutgoingPlan, error) {
+	var plan gitmem.OutgoingPlan
 	var approved map[string][]string
+	var deleted []string
+	created := 0
 	for _, f := range files {
+		switch {
+		case f.InRemote && !f.InLocal:
+			deleted = append(deleted, f.Path)
+		case !f.InRemote && f.InLocal:
+			created++
+		}
 		if !blocks.MayBeReadOnly(f.Path) {
 			continue
 		}
 		theirs, err := f.Remote()
 		if err != nil {
-			return nil, err
+			return plan, err
 		}
 		mine, err := f.Local()
 		if err != nil {
-			return nil, err
+			return plan, err
 		}
 		if blocks.CheckAgentWrite(f.Path, theirs, mine) == nil {
 			continue
@@ -200,17 +212,52 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile) ([]string, error) {
 		if f.InLocal && slices.Contains(approved[f.Path], f.LocalHash().String()) {
 			continue // the operator's own change
 		}
-		restore = append(restore, f.Path)
+		plan.ReadOnly = append(plan.ReadOnly, f.Path)
 	}
-	return restore, nil
+	if len(deleted) == 0 {
+		return plan, a.writeHeldPush(heldRemote{})
+	}
+	tracked, err := remoteFiles()
+	if err != nil {
+		return plan, err
+	}
+	if !IsMassDelete(len(deleted), tracked, tracked-len(deleted)+created) {
+		return plan, a.writeHeldPush(heldRemote{})
+	}
+	if approved == nil {
+		approved = a.readApproved()
+	}
+	tip := a.localTip()
+	switch {
+	case slices.Contains(approved[approvePushAccept], tip):
+		a.log.Info("pushing a mass deletion: accepted by the operator", "files", len(deleted))
+		return plan, a.writeHeldPush(heldRemote{})
+	case slices.Contains(approved[approvePushRestore], tip):
+		for _, p := range deleted {
+			if !slices.Contains(plan.ReadOnly, p) {
+				plan.Readd = append(plan.Readd, p)
+			}
+		}
+		return plan, a.writeHeldPush(heldRemote{})
+	}
+	if err := a.writeHeldPush(heldRemote{Remote: tip, Paths: deleted}); err != nil {
+		return plan, err
+	}
+	a.log.Warn("push held: the commits delete most of the memory", "files", len(deleted), "tracked", tracked)
+	return plan, fmt.Errorf("%w: the commits to push delete %d of %d files", gitmem.ErrPushHeld, len(deleted), tracked)
 }
 
-// secretPatterns are the patterns of the secret guard (none when off).
-func (a *Agent) secretPatterns() []memtool.SecretPattern {
-	if a.cfg.NoSecretGuard {
-		return nil
+// localTip is the branch's commit as a string ("" when unknown).
+func (a *Agent) localTip() string {
+	repo := a.repository()
+	if repo == nil {
+		return ""
 	}
-	return a.cfg.SecretPatterns
+	h, err := repo.Head()
+	if err != nil {
+		return ""
+	}
+	return h.String()
 }
 
 // Operator decisions on a held remote update, in the operator's record
@@ -218,6 +265,8 @@ func (a *Agent) secretPatterns() []memtool.SecretPattern {
 const (
 	approveRemoteAccept  = "remote-update:accept"
 	approveRemoteRestore = "remote-update:restore"
+	approvePushAccept    = "push:accept"
+	approvePushRestore   = "push:restore"
 )
 
 // incomingGuard is the remote-deletion guard (SPEC §8): an update from the
@@ -243,4 +292,12 @@ func (a *Agent) incomingGuard(u gitmem.IncomingUpdate) (gitmem.IncomingDecision,
 	}
 	a.log.Warn("remote update held: it would delete most of the memory", "files", len(u.Deleted), "tracked", tracked, "remote", tip)
 	return gitmem.HoldIncoming, a.writeHeldRemote(heldRemote{Remote: tip, Paths: u.Deleted})
+}
+
+// secretPatterns are the patterns of the secret guard (none when off).
+func (a *Agent) secretPatterns() []memtool.SecretPattern {
+	if a.cfg.NoSecretGuard {
+		return nil
+	}
+	return a.cfg.SecretPatterns
 }

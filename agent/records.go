@@ -24,6 +24,9 @@ const (
 	secretHeldFile = "secret-held.json"
 	// heldRemoteFile is the remote update held by the remote-deletion guard.
 	heldRemoteFile = "held-remote.json"
+	// heldPushFile is the local tip whose push the outgoing check held (a
+	// committed mass deletion) and the files it deletes.
+	heldPushFile = "held-push.json"
 	// rejectedDir keeps the bytes of direct writes to read-only blocks that
 	// were undone: <unix-nanos>-<path with / as %>.
 	rejectedDir = "rejected"
@@ -283,20 +286,29 @@ type heldRemote struct {
 	Paths  []string `json:"paths"`
 }
 
-func (a *Agent) readHeldRemote() heldRemote {
+func (a *Agent) readHeldRemote() heldRemote { return a.readHeldRecord(heldRemoteFile) }
+
+func (a *Agent) readHeldPush() heldRemote { return a.readHeldRecord(heldPushFile) }
+
+func (a *Agent) readHeldRecord(name string) heldRemote {
 	var h heldRemote
-	if data, err := os.ReadFile(a.recordPath(heldRemoteFile)); err == nil {
+	if data, err := os.ReadFile(a.recordPath(name)); err == nil {
 		_ = json.Unmarshal(data, &h)
 	}
 	return h
 }
 
 // writeHeldRemote records the held update (the zero value clears it).
-func (a *Agent) writeHeldRemote(h heldRemote) error {
-	p := a.recordPath(heldRemoteFile)
+func (a *Agent) writeHeldRemote(h heldRemote) error { return a.writeHeldRecord(heldRemoteFile, h) }
+
+// writeHeldPush records the held push (the zero value clears it).
+func (a *Agent) writeHeldPush(h heldRemote) error { return a.writeHeldRecord(heldPushFile, h) }
+
+func (a *Agent) writeHeldRecord(name string, h heldRemote) error {
+	p := a.recordPath(name)
 	if h.Remote == "" {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record held remote update: %w", err)
+			return fmt.Errorf("record %s: %w", name, err)
 		}
 		return nil
 	}

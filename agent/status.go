@@ -142,7 +142,7 @@ func (a *Agent) Status(scan bool) Status {
 			if b, err := repo.Backups(); err == nil && b != nil {
 				st.Backups = b
 			}
-			st.HeldDeletes = a.heldDeletes(repo)
+			st.HeldDeletes = append(a.heldDeletes(repo), a.readHeldPush().Paths...)
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths

@@ -59,6 +59,12 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			a.recordErr(err, 1)
 			return res, err
 		}
+		if opts.AcceptDeletes {
+			// The operator's decision covers pushing what was deleted.
+			if err := a.approve(approvePushAccept, a.localTip()); err != nil {
+				return res, err
+			}
+		}
 		if len(heldPaths) > 0 {
 			held = fmt.Errorf("sync %s: %w: %d files deleted at once (run memfsd sync --agent %s --accept-deletes to commit the deletions, or restore the files)",
 				a.ID, ErrMassDeleteHeld, len(heldPaths), a.ID)
@@ -70,7 +76,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		attempt++
 		var err error
 		rr, err = repo.Reconcile(ctx)
-		if err != nil && !errors.Is(err, gitmem.ErrRemoteDeleteHeld) {
+		if err != nil && !isHold(err) {
 			a.recordErr(retry.Wrap("sync "+a.ID, err), attempt)
 		}
 		return err
@@ -81,10 +87,11 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	if res.Pulled && a.Hooks.Pulled != nil {
 		a.Hooks.Pulled()
 	}
-	if errors.Is(err, gitmem.ErrRemoteDeleteHeld) {
-		// A hold, not a failure: the state says so (held_remote_deletes).
+	if isHold(err) {
+		// A hold, not a failure: the state says so (held_remote_deletes,
+		// held_deletes).
 		a.clearErr()
-		return res, fmt.Errorf("sync %s: %w (run memfsd sync --agent %s --accept-deletes to take the deletions, or --restore-deletes to put the files back on the remote)", a.ID, err, a.ID)
+		return res, fmt.Errorf("sync %s: %w (the operator runs memfsd sync --agent %s --accept-deletes to take the deletions, or --restore-deletes to keep the files)", a.ID, err, a.ID)
 	}
 	if err != nil {
 		a.log.Warn("sync failed", "class", string(retry.ClassOf(err)), "attempts", res.Attempts, "err", err)
@@ -103,6 +110,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		}
 	}
 	_ = a.writeHeldRemote(heldRemote{}) // the remote's update is in (or there was none)
+	_ = a.writeHeldPush(heldRemote{})   // and ours went out
 	a.mu.Lock()
 	if a.lastErr != nil {
 		a.log.Info("sync recovered", "after_class", a.lastErr.Class)
@@ -138,4 +146,10 @@ func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
 		a.Hooks.Committed(out.Committed)
 	}
 	return out.Committed, out.Held, err
+}
+
+// isHold reports a sync stopped by a guard for the operator to decide: not
+// a failure, and nothing to retry.
+func isHold(err error) bool {
+	return errors.Is(err, gitmem.ErrRemoteDeleteHeld) || errors.Is(err, gitmem.ErrPushHeld)
 }

@@ -251,19 +251,11 @@ func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-			return out, fmt.Errorf("restore %s: %w", p, err)
-		}
-		tmp, err := writeTemp(filepath.Dir(abs), data, e.Mode)
+		st, err := r.writeIfAbsent(p, data, e.Mode)
 		if err != nil {
-			return out, fmt.Errorf("restore %s: %w", p, err)
+			return out, err
 		}
-		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE)
-		os.Remove(tmp)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return out, fmt.Errorf("restore %s: %w", p, err)
-		}
-		if err == nil {
+		if st != nil {
 			out = append(out, p)
 		}
 	}

@@ -1,12 +1,17 @@
 package gitmem
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
 )
 
 // OutgoingFile is a file a push would change on the remote: its version at
@@ -39,10 +44,26 @@ func (f OutgoingFile) read(ok bool, e object.TreeEntry) ([]byte, error) {
 	return data, err
 }
 
-// OutgoingCheck judges what a push would change on the remote and names the
-// paths to put back to the remote's version before pushing (SPEC §8: the
-// outgoing range check). It runs under the repo's lock.
-type OutgoingCheck func(files []OutgoingFile) ([]string, error)
+// OutgoingPlan is what the outgoing check wants done before the push.
+type OutgoingPlan struct {
+	// ReadOnly are put back to the remote's version, one
+	// `memfsd: restore read-only <path>` commit each, the bytes kept.
+	ReadOnly []string
+	// Readd are files the range deletes, re-added from the remote's
+	// version in one `memfsd: restore N deleted files` commit (where the
+	// work tree has a file of that name, it is left as it is).
+	Readd []string
+}
+
+// ErrPushHeld is wrapped by an outgoing check that refuses the whole push
+// (a wholesale deletion no operator has decided on).
+var ErrPushHeld = errors.New("push held")
+
+// OutgoingCheck judges what a push would change on the remote (SPEC §8:
+// the outgoing range check); remoteFiles counts the files at the remote
+// tip. An error wrapping ErrPushHeld holds the push. It runs under the
+// repo's lock.
+type OutgoingCheck func(files []OutgoingFile, remoteFiles func() (int, error)) (OutgoingPlan, error)
 
 // checkOutgoing runs opts.Outgoing over the range remote..local (their
 // trees' difference: O(change)) and commits, on top of local, one
@@ -74,8 +95,14 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			remote: d.From, local: d.To, objs: r.objs}
 		byPath[d.Path] = files[i]
 	}
-	restore, err := r.opts.Outgoing(files)
-	if err != nil || len(restore) == 0 {
+	plan, err := r.opts.Outgoing(files, func() (int, error) {
+		if err := r.flattenCommit(remote, map[string]object.TreeEntry{}); err != nil {
+			return 0, err
+		}
+		return len(r.flat), nil
+	})
+	restore := plan.ReadOnly
+	if err != nil || (len(restore) == 0 && len(plan.Readd) == 0) {
 		return local, nil, err
 	}
 	if err := r.checkHead(); err != nil {
@@ -152,6 +179,31 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		}
 		done = append(done, p)
 	}
+	if len(plan.Readd) > 0 {
+		var changes []change
+		for _, p := range plan.Readd {
+			f, ok := byPath[p]
+			if !ok || !f.InRemote {
+				continue
+			}
+			data, err := f.Remote()
+			if err != nil {
+				return local, nil, err
+			}
+			st, err := r.writeIfAbsent(p, data, f.remote.Mode)
+			if err != nil {
+				return local, nil, err
+			}
+			ix.set(p, f.remote.Hash, f.remote.Mode, st) // no stat when something else stands there
+			touched[p] = true
+			changes = append(changes, change{Path: p, Hash: f.remote.Hash, Mode: f.remote.Mode})
+			done = append(done, p)
+		}
+		msg := fmt.Sprintf("memfsd: restore %d deleted files", len(changes))
+		if tip, _, err = r.commitChanges(tip, tipTree, changes, msg, time.Now(), &res); err != nil {
+			return local, nil, err
+		}
+	}
 	if err := r.objs.flush(); err != nil {
 		return local, nil, err
 	}
@@ -167,6 +219,32 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err := lk.commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
 	}
-	r.log.Warn("outgoing changes to read-only blocks put back before the push; rejected bytes kept", "paths", done)
+	r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
 	return tip, done, nil
+}
+
+// writeIfAbsent writes data at rel when nothing stands there and returns
+// its stat; a file the agent put there meanwhile is left alone (nil stat).
+func (r *Repo) writeIfAbsent(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	tmp, err := writeTemp(filepath.Dir(abs), data, mode)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	defer os.Remove(tmp)
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	return st, nil
 }

@@ -455,3 +455,55 @@ func TestTrust_RemoteMassDeletionHeld(t *testing.T) {
 		t.Fatalf("reminder left after the accept: %+v", r)
 	}
 }
+
+// A shell's `git rm -r` + commit of most of the memory is held at the push
+// (nothing reaches the remote), then restored, then, again, accepted.
+func TestTrust_ShellCommitOfAWholesaleDelete(t *testing.T) {
+	srv := gitserver.New(t, token)
+	fixture.ImportInto(t, "memory-42", srv.RepoDir("rm"))
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "rm")
+	dir := memDir(home, "rm")
+	bare := srv.RepoDir("rm")
+	remoteBefore := git(t, bare, "rev-parse", "main")
+	rmAll := func() {
+		git(t, dir, "rm", "-q", "-r", "notes")
+		git(t, dir, "commit", "-q", "-m", "tidy up")
+	}
+	rmAll()
+	tr := p.turn("rm")
+	if tr.Pushed != 0 || len(tr.Status.HeldDeletes) != 40 || tr.Status.State != "error" {
+		t.Fatalf("turn after a shell mass delete = %+v", tr)
+	}
+	if got := git(t, bare, "rev-parse", "main"); got != remoteBefore {
+		t.Fatal("the wholesale deletion reached the remote")
+	}
+	if r := p.reminders("rm"); !r.has("mass_delete_held") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "rm", "--restore-deletes"); code != 0 {
+		t.Fatalf("restore: %d %s", code, out)
+	}
+	if tree := git(t, bare, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(tree, "notes/n39.md") {
+		t.Fatalf("remote after the restore:\n%s", tree)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes", "n39.md")); err != nil {
+		t.Fatalf("files not back in the work tree: %v", err)
+	}
+	if st := p.status("rm"); len(st.HeldDeletes) != 0 || st.State == "error" {
+		t.Fatalf("after the restore: %+v", st)
+	}
+	rmAll()
+	if tr := p.turn("rm"); len(tr.Status.HeldDeletes) != 40 {
+		t.Fatalf("second deletion not held: %+v", tr)
+	}
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "rm", "--accept-deletes"); code != 0 {
+		t.Fatalf("accept: %d %s", code, out)
+	}
+	if tree := git(t, bare, "ls-tree", "-r", "--name-only", "main"); strings.Contains(tree, "notes/") {
+		t.Fatalf("accepted deletion not pushed:\n%s", tree)
+	}
+	if st := p.status("rm"); len(st.HeldDeletes) != 0 || st.State == "error" {
+		t.Fatalf("after the accept: %+v", st)
+	}
+}
