@@ -96,20 +96,29 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 // answers the read-only error.
 func toolGuard(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 	for _, v := range b.Views {
-		if !blocks.MayBeReadOnly(v.Path) {
-			continue
-		}
-		old, err := v.Head()
-		if err != nil {
+		if refused, err := checkAgainstHead(v); err != nil || refused != nil {
+			if refused != nil {
+				return nil, &blocks.RefusedError{Path: v.Path, Err: refused}
+			}
 			return nil, err
-		}
-		work := v.Data
-		if v.Kind != gitmem.ChangeDelete && work == nil {
-			work = []byte{}
-		}
-		if err := blocks.CheckAgentWrite(v.Path, old, work); err != nil {
-			return nil, &blocks.RefusedError{Path: v.Path, Err: err}
 		}
 	}
 	return make([]gitmem.Verdict, len(b.Views)), nil
+}
+
+// checkAgainstHead judges an agent's change of one path against HEAD's
+// version (blocks.CheckAgentWrite): refused is why it may not be made.
+func checkAgainstHead(v gitmem.PathView) (refused, err error) {
+	if !blocks.MayBeReadOnly(v.Path) {
+		return nil, nil
+	}
+	old, err := v.Head()
+	if err != nil {
+		return nil, err
+	}
+	work := v.Data
+	if v.Kind != gitmem.ChangeDelete && work == nil {
+		work = []byte{}
+	}
+	return blocks.CheckAgentWrite(v.Path, old, work), nil
 }

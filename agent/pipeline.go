@@ -102,19 +102,11 @@ func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secr
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
 		for i, v := range b.Views {
-			if blocks.MayBeReadOnly(v.Path) {
-				old, err := v.Head()
-				if err != nil {
-					return nil, err
-				}
-				work := v.Data
-				if v.Kind != gitmem.ChangeDelete && work == nil {
-					work = []byte{}
-				}
-				if blocks.CheckAgentWrite(v.Path, old, work) != nil {
-					verdicts[i] = gitmem.Restore
-					continue
-				}
+			if refused, err := checkAgainstHead(v); err != nil {
+				return nil, err
+			} else if refused != nil {
+				verdicts[i] = gitmem.Restore
+				continue
 			}
 			if v.Data != nil {
 				if name, ok := memtool.SecretIn(patterns, string(v.Data)); ok {

@@ -100,10 +100,10 @@ func gitTry(dir string, args ...string) (string, error) { return gitErrIn(dir, a
 // a read-only block on the remote (SPEC §8). `go test` runs the seeds;
 // `go test -fuzz FuzzReadOnly ./agent` explores.
 func FuzzReadOnlyNeverReachesRemote(f *testing.F) {
-	f.Add([]byte{2, 2, 4, 0, 6, 0})          // direct write to persona, shell commit, sync
-	f.Add([]byte{2, 4, 4, 0, 6, 0})          // direct write to locked.md, shell commit, sync
-	f.Add([]byte{2, 8, 4, 0, 5, 0, 6, 0})    // unlock open.md's neighbour, commit, reset, sync
-	f.Add([]byte{3, 2, 3, 3, 4, 0, 6, 0})    // delete the blocks, shell commit, sync
+	f.Add([]byte{2, 2, 4, 0, 6, 0})       // direct write to persona, shell commit, sync
+	f.Add([]byte{2, 4, 4, 0, 6, 0})       // direct write to locked.md, shell commit, sync
+	f.Add([]byte{2, 8, 4, 0, 5, 0, 6, 0}) // unlock open.md's neighbour, commit, reset, sync
+	f.Add([]byte{3, 2, 3, 3, 4, 0, 6, 0}) // delete the blocks, shell commit, sync
 	f.Add([]byte{0, 9, 1, 4, 6, 0, 2, 14, 4, 0, 6, 0})
 	f.Add([]byte{2, 11, 4, 0, 2, 4, 4, 0, 5, 0, 6, 0, 6, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
