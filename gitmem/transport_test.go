@@ -40,6 +40,33 @@ func TestInstallHTTPClient(t *testing.T) {
 			t.Fatalf("fetch after the remote answered again: %v", err)
 		}
 	})
+	t.Run("SilentPackRequestIsRetryable", func(t *testing.T) {
+		// The ref advertisement (GET) comes back; the pack request (POST)
+		// gets no answer. go-git wraps a POST's transport error in an
+		// UnexpectedError, which hid the timeout from the classifier.
+		srv := gitserver.New(t, testToken)
+		r := mustClone(t, srv, "quiet")
+		peer := cliClone(t, srv, "quiet")
+		writeFile(t, peer, "p.md", "from peer\n")
+		git(t, peer, "add", "p.md")
+		git(t, peer, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "peer")
+		git(t, peer, "push", "-q", "origin", "HEAD:main")
+		shortDeadlines(t)
+		f := srv.AddFault(&gitserver.Fault{Match: "POST /v1/git/quiet/state.git/git-upload-pack", Count: -1, Hang: true})
+		start := time.Now()
+		_, err := r.Fetch(context.Background())
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Fatalf("fetch with a silent pack request: %v after %s", err, took)
+		}
+		if c := retry.ClassOf(err); c != retry.ClassRetryable || f.Hits.Load() != 1 {
+			t.Fatalf("class = %s (%v) after %d held requests, want retryable after 1", c, err, f.Hits.Load())
+		}
+		f.Release()
+		srv.ClearFaults()
+		if _, err := r.Fetch(context.Background()); err != nil {
+			t.Fatalf("fetch after the remote answered again: %v", err)
+		}
+	})
 	t.Run("BodyStallsMidway", func(t *testing.T) {
 		stall := make(chan struct{})
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

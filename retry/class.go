@@ -127,10 +127,12 @@ func classify(err error) (Class, time.Duration) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0
 	}
-	// go-git wraps other HTTP statuses in an UnexpectedError that has no
-	// Unwrap: take its Err and look for the response.
+	// go-git wraps other HTTP statuses, and every transport error of its
+	// POST requests (the pack exchange: a response-header or idle timeout,
+	// a reset, an attempt's deadline), in an UnexpectedError that has no
+	// Unwrap: classify its Err.
 	var ue *plumbing.UnexpectedError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && ue.Err != nil {
 		var he *githttp.Err
 		if errors.As(ue.Err, &he) && he.Response != nil {
 			code := he.Response.StatusCode
@@ -139,6 +141,7 @@ func classify(err error) (Class, time.Duration) {
 			}
 			return ClassPermanent, 0
 		}
+		return classify(ue.Err)
 	}
 	var he *githttp.Err
 	if errors.As(err, &he) && he.Response != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/gitmem"
@@ -30,6 +31,12 @@ func TestClassify(t *testing.T) {
 		{errors.New("command error on refs/heads/main: non-fast-forward"), ClassNonFastForward},
 		{errors.New("command error on refs/heads/main: failed to update ref"), ClassNonFastForward},
 		{context.DeadlineExceeded, ClassRetryable},
+		// go-git's POSTs (the pack exchange) wrap transport errors in an
+		// UnexpectedError that has no Unwrap.
+		{fmt.Errorf("fetch: %w", plumbing.NewUnexpectedError(&url.Error{Op: "Post", URL: "http://x", Err: headerTimeout{}})), ClassRetryable},
+		{fmt.Errorf("push: %w", plumbing.NewUnexpectedError(&url.Error{Op: "Post", URL: "http://x", Err: context.DeadlineExceeded})), ClassRetryable},
+		{fmt.Errorf("push: %w", plumbing.NewUnexpectedError(&url.Error{Op: "Post", URL: "http://x", Err: syscall.ECONNREFUSED})), ClassRetryable},
+		{fmt.Errorf("push: %w", plumbing.NewUnexpectedError(errors.New("something odd"))), ClassPermanent},
 		{errors.New("something odd"), ClassPermanent},
 		{nil, ClassNone},
 	}
@@ -39,6 +46,13 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// headerTimeout is net/http's "timeout awaiting response headers".
+type headerTimeout struct{}
+
+func (headerTimeout) Error() string   { return "net/http: timeout awaiting response headers" }
+func (headerTimeout) Timeout() bool   { return true }
+func (headerTimeout) Temporary() bool { return true }
 
 func TestRetryAfter(t *testing.T) {
 	if d := retryAfter("3"); d != 3*time.Second {
