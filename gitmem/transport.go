@@ -89,22 +89,37 @@ func InstallHTTPClient(t HTTPTimeouts) {
 	client.InstallProtocol("https", c)
 }
 
-// idleConn fails a read or write that makes no progress for idle.
+// idleConn fails a connection that makes no progress for idle. Progress
+// either way counts for both directions: Go's HTTP client keeps a read
+// pending while it writes a request, so a long upload that is moving must
+// not trip the read deadline; writes go out in chunks, each one progress.
 type idleConn struct {
 	net.Conn
 	idle time.Duration
 }
 
+// idleChunk is how much a write sends per deadline.
+const idleChunk = 64 << 10
+
 func (c *idleConn) Read(p []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+	if err := c.Conn.SetDeadline(time.Now().Add(c.idle)); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(p)
 }
 
 func (c *idleConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
-		return 0, err
+	n := 0
+	for n < len(p) {
+		if err := c.Conn.SetDeadline(time.Now().Add(c.idle)); err != nil {
+			return n, err
+		}
+		end := min(n+idleChunk, len(p))
+		m, err := c.Conn.Write(p[n:end])
+		n += m
+		if err != nil {
+			return n, err
+		}
 	}
-	return c.Conn.Write(p)
+	return n, nil
 }

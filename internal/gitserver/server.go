@@ -77,6 +77,7 @@ type Fault struct {
 
 	releaseOnce sync.Once
 	release     chan struct{}
+	closeOnce   sync.Once
 }
 
 func (f *Fault) released() chan struct{} {
@@ -87,11 +88,7 @@ func (f *Fault) released() chan struct{} {
 // Release lets the requests a Hang fault holds (and later ones) go on.
 func (f *Fault) Release() {
 	ch := f.released()
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
+	f.closeOnce.Do(func() { close(ch) })
 }
 
 // New starts a server on loopback; it is closed when the test ends. A
