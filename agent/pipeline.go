@@ -10,6 +10,7 @@ import (
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // ErrMassDeleteHeld is returned when a sync found more than half of the
@@ -60,11 +61,12 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	secrets := map[string]string{} // path → pattern, filled by the guard
+	secrets := map[string]string{}             // path → pattern, filled by the guard
+	limits := map[string]reminders.LimitOver{} // files committed over their limit
 	res, err := repo.Commit(gitmem.CommitRequest{
 		Paths:   paths,
 		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets),
+		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets, limits),
 		Keep:    a.keepRejected,
 	})
 	out.Committed = len(res.Commits)
@@ -85,6 +87,9 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	if serr := a.updateSecrets(secrets, res.Committed); serr != nil && err == nil {
 		err = serr
 	}
+	if lerr := a.updateLimits(limits, res.Committed); lerr != nil && err == nil {
+		err = lerr
+	}
 	for p, pattern := range secrets {
 		a.log.Warn("a direct write looks like it holds a credential: not committed", "path", p, "pattern", pattern)
 	}
@@ -97,7 +102,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 // directWriteGuard is the pipeline's judgement of direct writes: read-only
 // blocks (and any change of read_only) are restored, text that looks like a
 // credential is held uncommitted (named in secrets), a mass deletion held.
-func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string) gitmem.Guard {
+func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string, limits map[string]reminders.LimitOver) gitmem.Guard {
 	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
@@ -113,6 +118,16 @@ func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secr
 					verdicts[i] = gitmem.Hold
 					secrets[v.Path] = name
 					continue
+				}
+				// Over its limit: committed all the same (a direct write is
+				// the agent's own), and the agent is told.
+				old, err := v.Head()
+				if err != nil {
+					return nil, err
+				}
+				var over *blocks.LimitError
+				if errors.As(blocks.CheckLimit(old, v.Data), &over) {
+					limits[v.Path] = reminders.LimitOver{Path: v.Path, Limit: over.Limit, Size: over.Requested}
 				}
 			}
 			switch v.Kind {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // memfsd's own records live in .git/memfsd/, beside the repository and out
@@ -24,6 +26,8 @@ const (
 	secretHeldFile = "secret-held.json"
 	// heldRemoteFile is the remote update held by the remote-deletion guard.
 	heldRemoteFile = "held-remote.json"
+	// limitsFile lists files committed over their front matter's limit.
+	limitsFile = "limit-exceeded.json"
 	// heldPushFile is the local tip whose push the outgoing check held (a
 	// committed mass deletion) and the files it deletes.
 	heldPushFile = "held-push.json"
@@ -315,4 +319,39 @@ func (a *Agent) writeHeldRecord(name string, h heldRemote) error {
 	slices.Sort(h.Paths)
 	data, _ := json.Marshal(h)
 	return writeRecord(p, data)
+}
+
+// updateLimits records files committed over their limit and drops the
+// ones committed within it again.
+func (a *Agent) updateLimits(over map[string]reminders.LimitOver, committed []string) error {
+	rec := a.readLimits()
+	changed := false
+	for _, p := range committed {
+		if l, ok := over[p]; ok {
+			rec[p], changed = l, true
+		} else if _, ok := rec[p]; ok {
+			delete(rec, p)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	p := a.recordPath(limitsFile)
+	if len(rec) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("record limits: %w", err)
+		}
+		return nil
+	}
+	data, _ := json.Marshal(rec)
+	return writeRecord(p, data)
+}
+
+func (a *Agent) readLimits() map[string]reminders.LimitOver {
+	rec := map[string]reminders.LimitOver{}
+	if data, err := os.ReadFile(a.recordPath(limitsFile)); err == nil {
+		_ = json.Unmarshal(data, &rec)
+	}
+	return rec
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
@@ -70,7 +71,9 @@ type Status struct {
 	// HeldRemoteDeletes are files an incoming update would delete; the
 	// update is not applied until an operator decides.
 	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
-	Ready             bool     `json:"ready"`
+	// LimitExceeded are files whose body is over their front matter's limit.
+	LimitExceeded []reminders.LimitOver `json:"limit_exceeded,omitempty"`
+	Ready         bool                  `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -146,6 +149,7 @@ func (a *Agent) Status(scan bool) Status {
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths
+			st.LimitExceeded = a.limitsExceeded()
 		}
 	}
 	st.State = stateOf(st, broken)
@@ -197,6 +201,23 @@ func (a *Agent) secretsHeld() []reminders.SecretHold {
 		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
 	}
 	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// limitsExceeded is the limit record narrowed to files still over the
+// limit recorded for them.
+func (a *Agent) limitsExceeded() []reminders.LimitOver {
+	var out []reminders.LimitOver
+	for p, l := range a.readLimits() {
+		data, err := os.ReadFile(filepath.Join(a.Dir(), filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		if n := blocks.BodyLen(data); n > l.Limit {
+			out = append(out, reminders.LimitOver{Path: p, Limit: l.Limit, Size: n})
+		}
+	}
+	slices.SortFunc(out, func(x, y reminders.LimitOver) int { return strings.Compare(x.Path, y.Path) })
 	return out
 }
 
@@ -262,6 +283,7 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		Backups:           st.Backups,
 		SecretHeld:        st.SecretHeld,
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
+		LimitExceeded:     st.LimitExceeded,
 	}
 	if st.LastError != nil {
 		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts

@@ -150,6 +150,9 @@ func (t *Tool) checkWrite(rel, shown string, old, new []byte) error {
 		}
 		return toolErr("%s is read-only and cannot be modified", shown)
 	}
+	if err := blocks.CheckLimit(old, new); err != nil {
+		return toolErr("%s", err.Error())
+	}
 	return nil
 }
 

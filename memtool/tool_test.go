@@ -319,3 +319,21 @@ func TestTool_ViewCutsALongLine(t *testing.T) {
 		t.Fatalf("view_range after the long line: %q", res.Content)
 	}
 }
+
+// A write past the front matter's limit is refused and changes nothing.
+func TestTool_BlockLimit(t *testing.T) {
+	e := newEnv(t)
+	e.expect(`{"command":"create","path":"/memories/short.md","file_text":"---\ndescription: kept short\nlimit: 20\nowner: ops\n---\n0123456789\n"}`,
+		"File created successfully at: /memories/short.md", false)
+	e.expect(`{"command":"insert","path":"/memories/short.md","insert_line":5,"insert_text":"abcdefghijklmnop"}`,
+		"Exceeds 20 character limit (requested 28)", true)
+	e.expect(`{"command":"str_replace","path":"/memories/short.md","old_str":"0123456789","new_str":"0123456789 and much more text"}`,
+		"Exceeds 20 character limit (requested 30)", true)
+	e.expect(`{"command":"create","path":"/memories/new.md","file_text":"---\nlimit: 3\n---\nfour"}`,
+		"Exceeds 3 character limit (requested 4)", true)
+	e.expect(`{"command":"str_replace","path":"/memories/short.md","old_str":"0123456789","new_str":"fits"}`,
+		"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     4\towner: ops\n     5\t---\n     6\tfits\n     7\t", false)
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "short.md")); !strings.Contains(string(data), "owner: ops") {
+		t.Fatalf("unknown front-matter key lost: %q", data)
+	}
+}

@@ -18,6 +18,7 @@ const (
 	KindMassDeleteHeld   = "mass_delete_held"
 	KindRemoteDeleteHeld = "remote_delete_held"
 	KindSecretHeld       = "secret_held"
+	KindLimitExceeded    = "limit_exceeded"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -45,6 +46,15 @@ type State struct {
 	SecretHeld []SecretHold
 	// HeldRemoteDeletes are files an incoming update would delete.
 	HeldRemoteDeletes []string
+	// LimitExceeded are files whose body is over their front matter's limit.
+	LimitExceeded []LimitOver
+}
+
+// LimitOver is a file over its limit: its size and limit in characters.
+type LimitOver struct {
+	Path  string `json:"path"`
+	Limit int    `json:"limit"`
+	Size  int    `json:"size"`
 }
 
 // SecretHold is a file the secret guard keeps out of git.
@@ -121,6 +131,19 @@ func Build(st State, now time.Time) []Reminder {
 		}
 		out = append(out, Reminder{KindSecretHeld, fmt.Sprintf(
 			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
+			strings.Join(files, ", "))})
+	}
+	if len(st.LimitExceeded) > 0 {
+		var files []string
+		for i, l := range st.LimitExceeded {
+			if i == 5 {
+				files = append(files, fmt.Sprintf("and %d more", len(st.LimitExceeded)-5))
+				break
+			}
+			files = append(files, fmt.Sprintf("%s (%d characters, limit %d)", memPath(l.Path), l.Size, l.Limit))
+		}
+		out = append(out, Reminder{KindLimitExceeded, fmt.Sprintf(
+			"Over the size limit set in its front matter: %s. Shorten it: keep what matters, drop the rest; the memory tool refuses writes past the limit.",
 			strings.Join(files, ", "))})
 	}
 	if len(st.HeldRemoteDeletes) > 0 {

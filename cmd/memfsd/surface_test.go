@@ -259,3 +259,24 @@ func TestSurface_Reminders(t *testing.T) {
 		}
 	})
 }
+
+// A direct write past a block's limit is committed and raises
+// limit_exceeded naming the file, until the file is short again.
+func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "lim")
+	dir := memDir(home, "lim")
+	f := filepath.Join(dir, "notes.md")
+	os.WriteFile(f, []byte("---\ndescription: short notes\nlimit: 10\n---\n"+strings.Repeat("x", 25)+"\n"), 0o600)
+	waitFor(t, 10*time.Second, "committed", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: create notes.md" })
+	r := p.reminders("lim")
+	if !r.has("limit_exceeded") || !strings.Contains(r.Text, "/memories/notes.md (26 characters, limit 10)") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	os.WriteFile(f, []byte("---\ndescription: short notes\nlimit: 10\n---\nshort\n"), 0o600)
+	waitFor(t, 10*time.Second, "committed short", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: update notes.md" })
+	if r := p.reminders("lim"); r.has("limit_exceeded") {
+		t.Fatalf("limit_exceeded after shortening: %+v", r)
+	}
+}
