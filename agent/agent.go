@@ -68,6 +68,9 @@ type Agent struct {
 	writeMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
 	callMu sync.Mutex
+	// ctxMu guards the context cache (rendered once per revision).
+	ctxMu    sync.Mutex
+	ctxCache contextCache
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned

@@ -42,6 +42,14 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, res)
 	}))
+	mux.HandleFunc("GET /v1/agents/{id}/context", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		c, err := a.Context()
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, c)
+	}))
 	mux.HandleFunc("GET /v1/agents/{id}/reminders", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		rs := a.Reminders()
 		writeJSON(w, http.StatusOK, map[string]any{"reminders": rs, "text": reminders.Text(rs)})

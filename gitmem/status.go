@@ -2,9 +2,11 @@ package gitmem
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Status is the state of the branch against the last known remote tip.
@@ -148,4 +150,38 @@ func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) 
 		h = c.ParentHashes[0]
 	}
 	return plumbing.ZeroHash, false, nil
+}
+
+// FileEntry is a file of a commit's tree.
+type FileEntry struct {
+	Path string
+	Blob plumbing.Hash
+}
+
+// HeadFiles lists HEAD's files, sorted by path, with HEAD's commit id
+// (zero when the branch is unborn).
+func (r *Repo) HeadFiles() (plumbing.Hash, []FileEntry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return head, nil, err
+	}
+	files := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(head, files); err != nil {
+		return head, nil, err
+	}
+	out := make([]FileEntry, 0, len(r.flat))
+	for p, e := range r.flat {
+		out = append(out, FileEntry{Path: p, Blob: e.Hash})
+	}
+	slices.SortFunc(out, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
+	return head, out, nil
+}
+
+// Blob reads a blob by id.
+func (r *Repo) Blob(h plumbing.Hash) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.objs.blob(h)
 }

@@ -280,3 +280,29 @@ func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
 		t.Fatalf("limit_exceeded after shortening: %+v", r)
 	}
 }
+
+func TestSurface_Context(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "cx")
+	dir := memDir(home, "cx")
+	if out, isErr := p.memory("cx", `{"command":"create","path":"/memories/notes/plan.md","file_text":"---\ndescription: the plan\n---\nsecret body\n"}`); isErr {
+		t.Fatal(out)
+	}
+	var c struct {
+		Revision string   `json:"revision"`
+		Text     string   `json:"text"`
+		Tokens   int      `json:"tokens"`
+		Warnings []string `json:"warnings"`
+	}
+	if code, err := p.get("/v1/agents/cx/context", &c); err != nil || code != 200 {
+		t.Fatalf("context: %d %v", code, err)
+	}
+	if c.Revision != git(t, dir, "rev-parse", "HEAD") || !strings.Contains(c.Text, "plan.md — the plan") || strings.Contains(c.Text, "secret body") || c.Tokens == 0 {
+		t.Fatalf("context = %+v", c)
+	}
+	out, err := exec.Command(binPath, "context", "--agent", "cx", "--home", home).Output()
+	if err != nil || !strings.Contains(string(out), "<system/persona.md>") {
+		t.Fatalf("memfsd context: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,250 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/gitmem"
+)
+
+// Budgets of the rendered context, letta-code's for its memory filesystem
+// tree, and the size past which a warning is given.
+const (
+	ContextTreeMaxLines    = 500
+	ContextTreeMaxChars    = 20000
+	ContextTreeMaxChildren = 50
+	ContextWarnTokens      = 30000
+)
+
+// Context is the memory as the agent's prompt shows it, from the committed
+// HEAD (never a half-written file).
+type Context struct {
+	Revision string   `json:"revision"`
+	Text     string   `json:"text"`
+	Tokens   int      `json:"tokens"` // estimate: bytes ÷ 4
+	Warnings []string `json:"warnings"`
+}
+
+// contextCache keeps the last rendering (by revision) and the descriptions
+// of files by blob id, so a call per turn costs a map lookup when nothing
+// changed and only the changed files' reads when something did.
+type contextCache struct {
+	revision plumbing.Hash
+	ctx      Context
+	descs    map[plumbing.Hash]string
+}
+
+// Context renders the memory for the agent's prompt (letta-code's layout):
+// the system/ blocks pinned in full, each with its path, description and
+// read-only flag, then the other files as a tree with their descriptions
+// (a file without front matter shows its first line), within letta-code's
+// budgets (500 lines, 20,000 characters, 50 entries per folder with "… N
+// more entries" lines).
+func (a *Agent) Context() (Context, error) {
+	repo := a.repository()
+	if repo == nil {
+		return Context{}, ErrNotReady
+	}
+	a.ctxMu.Lock()
+	defer a.ctxMu.Unlock()
+	// The common call: nothing committed since the last one. One ref read.
+	if cur, err := repo.Head(); err == nil && !cur.IsZero() && cur == a.ctxCache.revision {
+		return a.ctxCache.ctx, nil
+	}
+	head, files, err := repo.HeadFiles()
+	if err != nil {
+		return Context{}, fmt.Errorf("context %s: %w", a.ID, err)
+	}
+	if a.ctxCache.descs == nil {
+		a.ctxCache.descs = map[plumbing.Hash]string{}
+	}
+	seen := map[plumbing.Hash]bool{}
+	var pinned strings.Builder
+	var others []treeFile
+	pinned.WriteString("<memory_blocks>\nThe files under system/ are pinned: always in context, shown in full.\n")
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, "system/") {
+			data, err := repo.Blob(f.Blob)
+			if err != nil {
+				return Context{}, fmt.Errorf("context %s: %w", a.ID, err)
+			}
+			fm := blocks.Parse(data)
+			desc, _ := fm.Get("description")
+			fmt.Fprintf(&pinned, "\n<%s>\n<path>/memories/%s</path>\n", f.Path, f.Path)
+			if desc != "" {
+				fmt.Fprintf(&pinned, "<description>%s</description>\n", desc)
+			}
+			fmt.Fprintf(&pinned, "<read_only>%t</read_only>\n", blocks.IsReadOnly(f.Path, data))
+			if limit, ok := blocks.Limit(data); ok {
+				fmt.Fprintf(&pinned, "<chars_current>%d</chars_current>\n<chars_limit>%d</chars_limit>\n", blocks.BodyLen(data), limit)
+			}
+			fmt.Fprintf(&pinned, "<value>\n%s\n</value>\n</%s>\n", strings.TrimRight(string(fm.Body), "\n"), f.Path)
+			continue
+		}
+		desc, ok := a.ctxCache.descs[f.Blob]
+		if !ok {
+			data, err := repo.Blob(f.Blob)
+			if err != nil {
+				return Context{}, fmt.Errorf("context %s: %w", a.ID, err)
+			}
+			desc = describe(data)
+			a.ctxCache.descs[f.Blob] = desc
+		}
+		seen[f.Blob] = true
+		others = append(others, treeFile{path: f.Path, desc: desc})
+	}
+	pinned.WriteString("</memory_blocks>\n")
+	for h := range a.ctxCache.descs { // forget blobs no longer in HEAD
+		if !seen[h] {
+			delete(a.ctxCache.descs, h)
+		}
+	}
+	tree, truncated := renderTree(others, ContextTreeMaxLines, ContextTreeMaxChars, ContextTreeMaxChildren)
+	text := pinned.String() + "\n<memory_filesystem>\nThe other memory files (read them with the memory tool's view):\n" + tree + "\n</memory_filesystem>"
+	c := Context{Revision: hashString(head), Text: text, Tokens: len(text) / 4, Warnings: []string{}}
+	if truncated {
+		c.Warnings = append(c.Warnings, "the file tree is over its budget and was cut; reorganise memory into fewer, larger files or folders")
+	}
+	if c.Tokens > ContextWarnTokens {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the memory context is about %d tokens, over %d: shorten the pinned blocks or move content out of system/", c.Tokens, ContextWarnTokens))
+	}
+	a.ctxCache.revision, a.ctxCache.ctx = head, c
+	return c, nil
+}
+
+// describe is a file's description: its front matter's, else its first
+// non-empty line (cut at 120 characters).
+func describe(data []byte) string {
+	fm := blocks.Parse(data)
+	if d, ok := fm.Get("description"); ok && d != "" {
+		return d
+	}
+	for _, l := range strings.Split(string(fm.Body), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > 120 {
+				l = string(r[:120]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+type treeFile struct{ path, desc string }
+
+type treeNode struct {
+	children map[string]*treeNode
+	file     bool
+	desc     string
+}
+
+// renderTree draws files as letta-code's memory tree: "/memories/" then
+// folders before files, each sorted, "├──"/"└──" branches, at most
+// maxChildren entries per folder (then "… (N more entries)"), and the whole
+// within maxLines and maxChars, ending with a truncation notice when cut.
+func renderTree(files []treeFile, maxLines, maxChars, maxChildren int) (string, bool) {
+	root := &treeNode{children: map[string]*treeNode{}}
+	total := 0
+	for _, f := range files {
+		n := root
+		parts := strings.Split(f.path, "/")
+		for i, p := range parts {
+			c, ok := n.children[p]
+			if !ok {
+				c = &treeNode{children: map[string]*treeNode{}}
+				n.children[p] = c
+				total++
+			}
+			if i == len(parts)-1 {
+				c.file, c.desc = true, f.desc
+			}
+			n = c
+		}
+	}
+	lines := []string{"/memories/"}
+	chars := len(lines[0])
+	fits := func(l string) bool { return len(lines)+1 <= maxLines && chars+1+len(l) <= maxChars }
+	var render func(n *treeNode, prefix string) bool
+	render = func(n *treeNode, prefix string) bool {
+		names := make([]string, 0, len(n.children))
+		for name := range n.children {
+			names = append(names, name)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := n.children[names[i]], n.children[names[j]]
+			if a.file != b.file {
+				return !a.file
+			}
+			return names[i] < names[j]
+		})
+		shown := names
+		more := 0
+		if len(names) > maxChildren {
+			shown, more = names[:maxChildren], len(names)-maxChildren
+		}
+		for i, name := range shown {
+			c := n.children[name]
+			last := i == len(shown)-1 && more == 0
+			branch, next := "├── ", "│   "
+			if last {
+				branch, next = "└── ", "    "
+			}
+			line := prefix + branch + name
+			if !c.file {
+				line += "/"
+			} else if c.desc != "" {
+				line += " — " + c.desc
+			}
+			if !fits(line) {
+				return false
+			}
+			lines = append(lines, line)
+			chars += 1 + len(line)
+			if !c.file && !render(c, prefix+next) {
+				return false
+			}
+		}
+		if more > 0 {
+			line := fmt.Sprintf("%s└── … (%d more entries)", prefix, more)
+			if !fits(line) {
+				return false
+			}
+			lines = append(lines, line)
+			chars += 1 + len(line)
+		}
+		return true
+	}
+	if render(root, "") {
+		return strings.Join(lines, "\n"), false
+	}
+	for len(lines) > 1 {
+		shown := len(lines) - 1
+		notice := fmt.Sprintf("[Tree truncated: showing %d of %d entries. %d omitted.]", shown, total, max(1, total-shown))
+		if fits(notice) {
+			lines = append(lines, notice)
+			break
+		}
+		chars -= 1 + len(lines[len(lines)-1])
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n"), true
+}
+
+// ReadContext renders an agent's context from disk, with no daemon.
+func ReadContext(cfg *Config, id string) (Context, error) {
+	a, err := New(cfg, id)
+	if err != nil {
+		return Context{}, err
+	}
+	repo, err := gitmem.Open(a.Dir(), gitmem.Remote{URL: cfg.RemoteURL(id)}, gitmem.Options{Logger: cfg.Logger})
+	if err != nil {
+		return Context{}, err
+	}
+	defer repo.Close()
+	a.repo = repo
+	return a.Context()
+}

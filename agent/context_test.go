@@ -1,0 +1,105 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/internal/fixture"
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+func TestContext_Rendering(t *testing.T) {
+	srv := gitserver.New(t, token)
+	fixture.ImportInto(t, "small", srv.RepoDir("ctx"))
+	a, err := open(t, newConfig(t, srv, token, nil), "ctx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := git(t, a.Dir(), "rev-parse", "HEAD"); c.Revision != head {
+		t.Fatalf("revision %s, HEAD %s", c.Revision, head)
+	}
+	persona, _ := os.ReadFile(filepath.Join(a.Dir(), "system", "persona.md"))
+	body := string(persona[strings.Index(string(persona), "\n---\n")+5:])
+	for _, want := range []string{
+		"<system/persona.md>", "<path>/memories/system/persona.md</path>", "<read_only>true</read_only>",
+		strings.TrimRight(body, "\n"), "<system/human.md>",
+		"/memories/\n", "notes/", "today.md — ", "policy.md — House rules.",
+	} {
+		if !strings.Contains(c.Text, want) {
+			t.Fatalf("context lacks %q:\n%s", want, c.Text)
+		}
+	}
+	if strings.Contains(c.Text, "Never share account numbers.") {
+		t.Fatalf("a non-system file's body is in the context:\n%s", c.Text)
+	}
+	if c.Tokens != len(c.Text)/4 || len(c.Warnings) != 0 {
+		t.Fatalf("tokens %d warnings %v", c.Tokens, c.Warnings)
+	}
+	// A write makes a new revision; a file with no front matter shows its
+	// first line.
+	os.WriteFile(filepath.Join(a.Dir(), "ideas.md"), []byte("\n  first real line\nsecond\n"), 0o600)
+	if _, err := a.Sync(context.Background(), agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := a.Context()
+	if c2.Revision == c.Revision || !strings.Contains(c2.Text, "ideas.md — first real line") {
+		t.Fatalf("after a write: revision %s, text:\n%s", c2.Revision, c2.Text)
+	}
+}
+
+func TestContext_BudgetsAndCache(t *testing.T) {
+	cfg := &agent.Config{Home: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := open(t, cfg, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10,000 files: 40 folders of 250 (over 50 per folder) in one commit.
+	for i := 0; i < 10000; i++ {
+		p := filepath.Join(a.Dir(), fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%05d.md", i))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(fmt.Sprintf("---\ndescription: note %d\n---\nbody %d\n", i, i)), 0o600)
+	}
+	git(t, a.Dir(), "add", "-A")
+	git(t, a.Dir(), "commit", "-q", "-m", "ten thousand notes")
+	c, err := a.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := c.Text[strings.Index(c.Text, "/memories/\n"):]
+	lines := strings.Split(tree, "\n")
+	if len(lines) > agent.ContextTreeMaxLines+2 || len(tree) > agent.ContextTreeMaxChars+100 {
+		t.Fatalf("tree of %d lines, %d characters", len(lines), len(tree))
+	}
+	if !strings.Contains(tree, "… (200 more entries)") || !strings.Contains(tree, "[Tree truncated: showing") || len(c.Warnings) == 0 {
+		t.Fatalf("budget marks missing:\n%s", tree[max(0, len(tree)-600):])
+	}
+	// Cached by revision: the next calls read one ref.
+	var took []time.Duration
+	for i := 0; i < 21; i++ {
+		start := time.Now()
+		again, err := a.Context()
+		took = append(took, time.Since(start))
+		if err != nil || again.Text != c.Text {
+			t.Fatal("cached answer differs")
+		}
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	if took[10] > 5*time.Millisecond {
+		t.Fatalf("cached context of a 10,000-file memory: median %s, want under 5 ms", took[10])
+	}
+	t.Logf("cached context, 10,000 files: median %s", took[10])
+}
