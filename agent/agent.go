@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,7 +135,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	}
 	a.flushTimer = time.NewTimer(time.Hour)
 	a.flushTimer.Stop()
-	if repo, err := gitmem.Open(a.Dir(), a.cfg.remote(a.ID), a.repoOptions()); err == nil {
+	if repo, err := gitmem.Open(a.Dir(), a.remote(), a.repoOptions()); err == nil {
 		a.setRepo(repo)
 	} else if !errors.Is(err, gitmem.ErrNotRepository) {
 		a.recordErr(retry.Wrap("open "+a.ID, err), 1)
@@ -196,7 +198,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
-		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected}
+		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first
@@ -206,7 +208,7 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	if a.repository() != nil {
 		return nil
 	}
-	repo, err := gitmem.Clone(ctx, a.Dir(), a.cfg.remote(a.ID), a.repoOptions())
+	repo, err := gitmem.Clone(ctx, a.Dir(), a.remote(), a.repoOptions())
 	if err != nil {
 		return retry.Wrap("clone "+a.ID, err)
 	}
@@ -271,4 +273,47 @@ func (a *Agent) clearErr() {
 	a.mu.Lock()
 	a.lastErr = nil
 	a.mu.Unlock()
+}
+
+// remoteFile, outside the memory folder, holds an operator's per-agent
+// remote URL (PUT /v1/agents/{id} with {"remote_url": ...}).
+const remoteFile = "remote-url"
+
+// remote is the agent's remote: the operator's per-agent URL when one is
+// recorded, else the configuration's (template, base URL or embedded).
+func (a *Agent) remote() gitmem.Remote {
+	r := a.cfg.remote(a.ID)
+	if u := a.RemoteOverride(); u != "" {
+		r.URL = u
+		if r.Auth == nil && a.cfg.Token != "" {
+			r.Auth = a.cfg.authFor()
+		}
+	}
+	return r
+}
+
+// RemoteOverride is the per-agent remote URL the operator set ("" when
+// none).
+func (a *Agent) RemoteOverride() string {
+	data, err := os.ReadFile(filepath.Join(a.cfg.Home, "agents", a.ID, remoteFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// SetRemoteOverride records an operator's per-agent remote URL (validated
+// as a base URL is: http(s), a host, no query; credentials refused).
+func SetRemoteOverride(cfg *Config, id, raw string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("remote_url %q: want http(s)://host[:port]/path, no credentials or query (the token comes from MEMFSD_TOKEN)", RedactURL(raw))
+	}
+	if err := cfg.ensurePrivateDirs(id); err != nil {
+		return err
+	}
+	return writeRecord(filepath.Join(cfg.Home, "agents", id, remoteFile), []byte(u.String()+"\n"))
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/memfsd/memfsd/gitmem"
@@ -25,10 +26,21 @@ const DefaultUsername = "memfsd"
 
 // Config is what every agent of one memfsd home shares.
 type Config struct {
-	Home     string // <home>; agents live in <home>/agents/<id>/memory
-	BaseURL  string // remote base; empty = the embedded default under <home>/remote
-	Token    string // password for HTTP Basic; never logged or stored
-	Username string
+	Home    string // <home>; agents live in <home>/agents/<id>/memory
+	BaseURL string // remote base; empty = the embedded default under <home>/remote
+	// RemoteTemplate, e.g. https://git.example.com/memory/{agent}.git, is
+	// the agent's remote with {agent} replaced by its id (any git host);
+	// it replaces BaseURL's Letta layout.
+	RemoteTemplate string
+	// AuthScheme is how the token is sent: "basic" (user Username,
+	// password the token; the default) or "bearer".
+	AuthScheme string
+	// CreateRemote initialises an agent whose repository does not exist
+	// on the host yet (404 on the first clone) with the default blocks and
+	// creates it by pushing (hosts that create repositories on push).
+	CreateRemote bool
+	Token        string // password for HTTP Basic; never logged or stored
+	Username     string
 	// AuthorName and AuthorEmail override "<agent> <<agent>@memfsd.local>".
 	AuthorName  string
 	AuthorEmail string
@@ -83,6 +95,21 @@ func (c *Config) Validate() error {
 	if c.SecretPatterns == nil {
 		c.SecretPatterns = memtool.DefaultSecretPatterns()
 	}
+	switch c.AuthScheme {
+	case "":
+		c.AuthScheme = AuthBasic
+	case AuthBasic, AuthBearer:
+	default:
+		return fmt.Errorf("config: auth-scheme %q: want basic or bearer", c.AuthScheme)
+	}
+	if c.RemoteTemplate != "" {
+		if c.BaseURL != "" {
+			return errors.New("config: base-url and remote-template both set: give one (the template replaces the Letta layout)")
+		}
+		if err := c.validateTemplate(); err != nil {
+			return err
+		}
+	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -107,6 +134,47 @@ func (c *Config) Validate() error {
 		c.BaseURL = strings.TrimRight(u.String(), "/")
 	}
 	c.validated = true
+	return nil
+}
+
+// Auth schemes for the token.
+const (
+	AuthBasic  = "basic"
+	AuthBearer = "bearer"
+)
+
+// agentPlaceholder is replaced by the agent id in a remote template.
+const agentPlaceholder = "{agent}"
+
+// validateTemplate checks --remote-template: http(s), a host, {agent} in
+// the path only (never in the host, credentials, query or fragment), and
+// moves credentials in it to the auth header.
+func (c *Config) validateTemplate() error {
+	const probe = "memfsd-agent-probe"
+	if !strings.Contains(c.RemoteTemplate, agentPlaceholder) {
+		return fmt.Errorf("config: remote-template %q: it must contain {agent}, replaced by the agent id (e.g. https://git.example.com/memory/{agent}.git)", RedactURL(c.RemoteTemplate))
+	}
+	u, err := url.Parse(strings.ReplaceAll(c.RemoteTemplate, agentPlaceholder, probe))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("config: remote-template %q: want http(s)://host[:port]/path/with/{agent}", RedactURL(c.RemoteTemplate))
+	}
+	if strings.Contains(u.Host, probe) || strings.Contains(u.RawQuery, probe) || strings.Contains(u.Fragment, probe) ||
+		(u.User != nil && strings.Contains(u.User.String(), probe)) || !strings.Contains(u.Path, probe) {
+		return fmt.Errorf("config: remote-template %q: {agent} may stand only in the path", RedactURL(c.RemoteTemplate))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("config: remote-template %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", RedactURL(c.RemoteTemplate))
+	}
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok && c.Token == "" {
+			c.Token = p
+			if n := u.User.Username(); n != "" {
+				c.Username = n
+			}
+		}
+		u.User = nil
+	}
+	c.RemoteTemplate = strings.ReplaceAll(u.String(), probe, agentPlaceholder)
 	return nil
 }
 
@@ -137,6 +205,9 @@ func (c *Config) MemoryDir(id string) string {
 
 // RemoteURL is the agent's state.git.
 func (c *Config) RemoteURL(id string) string {
+	if c.RemoteTemplate != "" {
+		return strings.ReplaceAll(c.RemoteTemplate, agentPlaceholder, id)
+	}
 	if c.BaseURL == "" {
 		return gitmem.EmbeddedURL(filepath.Join(c.Home, "remote", "v1", "git", id, "state.git"))
 	}
@@ -145,10 +216,18 @@ func (c *Config) RemoteURL(id string) string {
 
 func (c *Config) remote(id string) gitmem.Remote {
 	r := gitmem.Remote{URL: c.RemoteURL(id)}
-	if c.Token != "" && c.BaseURL != "" {
-		r.Auth = &githttp.BasicAuth{Username: c.Username, Password: c.Token}
+	if c.Token != "" && (c.BaseURL != "" || c.RemoteTemplate != "") {
+		r.Auth = c.authFor()
 	}
 	return r
+}
+
+// authFor is the token sent the configured way.
+func (c *Config) authFor() transport.AuthMethod {
+	if c.AuthScheme == AuthBearer {
+		return &githttp.TokenAuth{Token: c.Token}
+	}
+	return &githttp.BasicAuth{Username: c.Username, Password: c.Token}
 }
 
 func (c *Config) author(id string) gitmem.Signature {

@@ -93,7 +93,7 @@ func (a *Agent) Status(scan bool) Status {
 	st := Status{
 		Agent:     a.ID,
 		Dir:       a.Dir(),
-		Remote:    RedactURL(a.cfg.RemoteURL(a.ID)),
+		Remote:    RedactURL(a.remote().URL),
 		Branch:    gitmem.DefaultBranch,
 		Dirty:     []string{},
 		Conflicts: []string{},

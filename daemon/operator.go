@@ -23,6 +23,27 @@ var operatorPatterns = []string{
 func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
+		var body struct {
+			RemoteURL string `json:"remote_url"`
+		}
+		if r.ContentLength != 0 {
+			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+				writeError(w, http.StatusBadRequest, fmt.Errorf(`PUT agent: want no body or {"remote_url": "https://..."}: %w`, err))
+				return
+			}
+		}
+		if body.RemoteURL != "" {
+			if a := d.get(id); a != nil && a.RemoteOverride() != body.RemoteURL {
+				writeError(w, http.StatusConflict, fmt.Errorf("PUT agent %s: already managed with another remote; a new remote takes a restart", id))
+				return
+			}
+			if err := agent.SetRemoteOverride(d.cfg, id, body.RemoteURL); err != nil {
+				writeError(w, http.StatusBadRequest, err)
+				return
+			}
+		}
 		if err := d.Manage(id); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,9 +46,11 @@ func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo,
 	}
 	_, err = built.Pull(ctx)
 	built.Close()
-	if err != nil {
+	if err != nil && !(opts.CreateIfMissing && errors.Is(err, transport.ErrRepositoryNotFound)) {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
+	// (With CreateIfMissing, a host without the repository yet leaves an
+	// unborn branch: the caller's first push creates it.)
 	if err := moveClone(tmp, dir); err != nil {
 		return nil, fmt.Errorf("clone: move into place: %w", err)
 	}

@@ -50,6 +50,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Outgoing, when set, judges every push's range (see OutgoingCheck).
 	Outgoing OutgoingCheck
+	// CreateIfMissing lets Clone go on when the host has no repository yet
+	// (404): the branch starts unborn and the first push creates it.
+	CreateIfMissing bool
 	// Incoming, when set, judges every update from the remote before it is
 	// applied (see IncomingCheck).
 	Incoming IncomingCheck

@@ -50,7 +50,7 @@ func (c Class) NextStep() string {
 	case ClassAuth:
 		return "check MEMFSD_TOKEN / --token-file and the username; nothing is retried until the next sync"
 	case ClassNotFound:
-		return "check --base-url and the agent id: the server has no such repository"
+		return "check --base-url / --remote-template and the agent id: the host has no such repository (with --create-remote memfsd creates it by pushing the default blocks, on hosts that create repositories on push)"
 	case ClassPermanent:
 		return "see the cause (a refused TLS certificate: fix the server's certificate or the CA bundle); commits stay local"
 	default:

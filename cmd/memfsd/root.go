@@ -19,15 +19,18 @@ import (
 
 // globals are the flags every subcommand shares.
 type globals struct {
-	home        string
-	baseURL     string
-	tokenFile   string
-	authorName  string
-	authorEmail string
-	logLevel    string
-	noFsync     bool
-	listen      string
-	adminListen string
+	home         string
+	baseURL      string
+	template     string
+	authScheme   string
+	createRemote bool
+	tokenFile    string
+	authorName   string
+	authorEmail  string
+	logLevel     string
+	noFsync      bool
+	listen       string
+	adminListen  string
 
 	noSecretGuard  bool
 	secretPatterns []string
@@ -88,6 +91,9 @@ func newRootCmd() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&g.home, "home", home, "memfsd home: agents' memory and the embedded remote (env MEMFSD_HOME)")
 	f.StringVar(&g.baseURL, "base-url", "", "remote base URL; empty = embedded remote under <home>/remote (env MEMFSD_BASE_URL, LETTA_MEMFS_BASE_URL)")
+	f.StringVar(&g.template, "remote-template", "", "the agent's remote on any git host, {agent} replaced by its id, e.g. https://git.example.com/memory/{agent}.git (env MEMFSD_REMOTE_TEMPLATE); instead of --base-url")
+	f.StringVar(&g.authScheme, "auth-scheme", agent.AuthBasic, "how the token is sent: basic (user MEMFSD_USERNAME) or bearer (env MEMFSD_AUTH_SCHEME)")
+	f.BoolVar(&g.createRemote, "create-remote", false, "when the host has no repository for the agent yet, start it with the default blocks and create it by pushing (env MEMFSD_CREATE_REMOTE)")
 	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token (else env MEMFSD_TOKEN)")
 	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
@@ -147,14 +153,17 @@ func (g *globals) config() (*agent.Config, error) {
 	}
 	home := g.homeDir()
 	cfg := &agent.Config{
-		Home:        home,
-		BaseURL:     g.baseURL,
-		Token:       token,
-		Username:    os.Getenv("MEMFSD_USERNAME"),
-		AuthorName:  g.authorName,
-		AuthorEmail: g.authorEmail,
-		NoFsync:     g.noFsync,
-		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Home:           home,
+		BaseURL:        g.baseURL,
+		RemoteTemplate: g.template,
+		AuthScheme:     g.authScheme,
+		CreateRemote:   g.createRemote,
+		Token:          token,
+		Username:       os.Getenv("MEMFSD_USERNAME"),
+		AuthorName:     g.authorName,
+		AuthorEmail:    g.authorEmail,
+		NoFsync:        g.noFsync,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if g.retryInitial <= 0 || g.retryMax < g.retryInitial || g.retryBudget <= 0 {
 		return nil, fmt.Errorf("flags --retry-initial/--retry-max/--retry-budget: want 0 < initial <= max and budget > 0")

@@ -507,3 +507,75 @@ func TestTrust_ShellCommitOfAWholesaleDelete(t *testing.T) {
 		t.Fatalf("after the accept: %+v", st)
 	}
 }
+
+// --remote-template on another host's layout, its env var, bearer-less
+// basic auth, not_found naming --create-remote, then --create-remote making
+// the repository by pushing.
+func TestRemoteTemplate(t *testing.T) {
+	srv := gitserver.New(t, token)
+	srv.SetStrict(true, true)
+	home := t.TempDir()
+	sync := func(env []string, args ...string) (int, string) {
+		cmd := exec.Command(binPath, append([]string{"sync", "--agent", "tpl", "--home", home}, args...)...)
+		cmd.Env = append(append(os.Environ(), "MEMFSD_TOKEN="+token), env...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+	tpl := srv.URL + "/memory/{agent}.git"
+	code, out := sync([]string{"MEMFSD_REMOTE_TEMPLATE=" + tpl})
+	if code != 1 || !strings.Contains(out, "class=not_found") || !strings.Contains(out, "--create-remote") {
+		t.Fatalf("first sync on a host without the repository: %d %s", code, out)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, "agents", "tpl")); len(entries) != 0 {
+		t.Fatalf("a failed first clone left %v", entries)
+	}
+	code, out = sync([]string{"MEMFSD_REMOTE_TEMPLATE=" + tpl}, "--create-remote")
+	if code != 0 {
+		t.Fatalf("sync --create-remote: %d %s", code, out)
+	}
+	bare := filepath.Join(srv.Root, "v1", "git", "tpl", "state.git")
+	if got := git(t, bare, "log", "--format=%s", "main"); got != "memfsd: initialise memory with default blocks" {
+		t.Fatalf("created repository's log = %q", got)
+	}
+	os.WriteFile(filepath.Join(memDir(home, "tpl"), "n.md"), []byte("via the template\n"), 0o600)
+	if code, out := sync(nil, "--remote-template", tpl); code != 0 {
+		t.Fatalf("sync with the flag: %d %s", code, out)
+	}
+	if got := git(t, bare, "show", "main:n.md"); got != "via the template" {
+		t.Fatalf("n.md on the host = %q", got)
+	}
+	for _, bad := range []string{srv.URL + "/memory/fixed.git", "https://{agent}.example.com/m.git", srv.URL + "/m.git?x={agent}"} {
+		code, out := sync(nil, "--remote-template", bad)
+		if code == 0 || !strings.Contains(out, "remote-template") {
+			t.Fatalf("template %q accepted: %d %s", bad, code, out)
+		}
+	}
+}
+
+// A per-agent remote through the admin socket's PUT /v1/agents/{id}.
+func TestRemoteOverrideThroughAdmin(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home)
+	var st status
+	body := `{"remote_url": "` + srv.HostURL("team", "ovr") + `"}`
+	if code, err := p.adminCall("PUT", "/v1/agents/ovr?wait=30s", body, &st); err != nil || code != 200 {
+		t.Fatalf("PUT with remote_url: %d %v", code, err)
+	}
+	var full struct {
+		Remote string `json:"remote"`
+	}
+	p.get("/v1/agents/ovr/status", &full)
+	if full.Remote != srv.HostURL("team", "ovr") {
+		t.Fatalf("status remote = %q", full.Remote)
+	}
+	if code, _ := p.adminCall("PUT", "/v1/agents/bad", `{"remote_url": "ftp://x"}`, nil); code != 400 {
+		t.Fatalf("bad remote_url = %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(home, "agents", "bad")); err == nil {
+		t.Fatal("a refused PUT created the agent's folder")
+	}
+}

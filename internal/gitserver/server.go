@@ -30,6 +30,10 @@ const Username = "memfsd"
 
 var repoPath = regexp.MustCompile(`^/v1/git/([A-Za-z0-9._-]{1,128})/state\.git(/.*)?$`)
 
+// hostPath is the layout of other git hosts: /<owner>/<name>.git, served
+// from the same repositories (the agent id is the name).
+var hostPath = regexp.MustCompile(`^/[A-Za-z0-9._-]+/([A-Za-z0-9._-]{1,128})\.git(/.*)?$`)
+
 // Server serves bare repositories under Root over smart HTTP.
 type Server struct {
 	// Root holds the bare repositories, at v1/git/<agent>/state.git.
@@ -45,6 +49,10 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults []*Fault
+	// strict serves only repositories that exist (404 otherwise), as a
+	// real host does; by default they are created on first use. With
+	// createOnPush a push creates a missing one (push-to-create).
+	strict, createOnPush bool
 
 	chaosRate float64
 	chaosRand *rand.Rand
@@ -123,6 +131,20 @@ func Start(root, token string) (*Server, error) {
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.done) })
 	s.http.Close()
+}
+
+// SetStrict makes the server answer 404 for repositories that do not exist
+// (as a real host does), creating one on a push when createOnPush.
+func (s *Server) SetStrict(strict, createOnPush bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.strict, s.createOnPush = strict, createOnPush
+}
+
+// HostURL is the agent's repository in the other hosts' layout,
+// <URL>/<owner>/<agent>.git.
+func (s *Server) HostURL(owner, agent string) string {
+	return s.URL + "/" + owner + "/" + agent + ".git"
 }
 
 // RemoteURL is the agent's state.git URL.
@@ -267,11 +289,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m := repoPath.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		if m = hostPath.FindStringSubmatch(r.URL.Path); m != nil {
+			r.URL.Path = "/v1/git/" + m[1] + "/state.git" + m[2] // the backend's layout
+		}
+	}
 	if m == nil || m[1] == "." || m[1] == ".." {
 		http.NotFound(w, r)
 		return
 	}
-	if err := s.ensureRepo(filepath.Join(s.Root, "v1", "git", m[1], "state.git")); err != nil {
+	dir := filepath.Join(s.Root, "v1", "git", m[1], "state.git")
+	push := strings.Contains(r.URL.RawQuery, "git-receive-pack") || strings.HasSuffix(r.URL.Path, "/git-receive-pack")
+	s.mu.Lock()
+	strict, createOnPush := s.strict, s.createOnPush
+	s.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil && strict && !(createOnPush && push) {
+		http.NotFound(w, r)
+		return
+	}
+	if err := s.ensureRepo(dir); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
