@@ -548,9 +548,14 @@ func TestRemoteTemplate(t *testing.T) {
 		t.Fatalf("n.md on the host = %q", got)
 	}
 	for _, bad := range []string{srv.URL + "/memory/fixed.git", "https://{agent}.example.com/m.git", srv.URL + "/m.git?x={agent}"} {
-		code, out := sync(nil, "--remote-template", bad)
-		if code == 0 || !strings.Contains(out, "remote-template") {
-			t.Fatalf("template %q accepted: %d %s", bad, code, out)
+		fresh := t.TempDir()
+		cmd := exec.Command(binPath, "sync", "--agent", "tpl", "--home", fresh, "--remote-template", bad)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "remote-template") {
+			t.Fatalf("template %q accepted: %v %s", bad, err, out)
+		}
+		if entries, _ := os.ReadDir(fresh); len(entries) != 0 {
+			t.Fatalf("a refused template created %v", entries)
 		}
 	}
 }
