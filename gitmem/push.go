@@ -65,6 +65,26 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 	if ref, ok := refs[plumbing.ReferenceName(r.branchRef())]; ok {
 		remote = ref.Hash()
 	}
+	return r.sendPush(ctx, sess, remote, ar.Capabilities)
+}
+
+// pushDirect is the one-request push: a POST to git-receive-pack with the
+// remote tip memfsd last saw as the old value and no ref advertisement
+// before it (smart-HTTP receive-pack is stateless). It asks only for what
+// every server has (report-status). A stale tip is refused by the server's
+// own compare-and-swap and comes back as a rejection.
+func (r *Repo) pushDirect(ctx context.Context, remote plumbing.Hash) (PushResult, error) {
+	s, err := r.session(ctx, true)
+	if err != nil {
+		return PushResult{}, err
+	}
+	sess := s.(transport.ReceivePackSession)
+	defer sess.Close()
+	return r.sendPush(ctx, sess, remote, capability.NewList())
+}
+
+// sendPush packs what remote lacks (under r.mu) and sends it (without).
+func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, remote plumbing.Hash, caps *capability.List) (PushResult, error) {
 	r.mu.Lock()
 	out, err := r.preparePush(remote)
 	r.mu.Unlock()
@@ -73,7 +93,7 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 	if err != nil || local == remote {
 		return res, err
 	}
-	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
 	// Without report-status a refused update comes back as success.
 	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
 		return res, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // BackupRefPrefix names the refs that keep a local tip before a restore.
@@ -157,37 +158,68 @@ func (r *Repo) lockedRef(name string) (plumbing.Hash, error) {
 }
 
 // pushIfOnlyAhead pushes when local only adds commits to the last known
-// remote tip. ok false (and no error) means: integrate first, because the
-// remote moved or local is not simply ahead.
+// remote tip: in one request (pushDirect), or in two (advertisement, then
+// the pack) when the server refuses the shortcut. ok false (and no error)
+// means: integrate first, because the remote moved (the server's
+// compare-and-swap refused our stale tip) or local is not simply ahead.
 func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
-	if ahead, err := r.onlyAhead(); err != nil || !ahead {
+	lastKnown, ahead, err := r.onlyAhead()
+	if err != nil || !ahead {
 		return PushResult{}, false, err
 	}
-	pr, err := r.push(ctx)
+	pr, err := r.pushDirect(ctx, lastKnown)
+	if shortcutRefused(err) {
+		r.log.Debug("the server refused a push without the ref advertisement; pushing in two requests", "err", err)
+		pr, err = r.push(ctx)
+	}
 	switch {
 	case err == nil:
 		return pr, true, nil
-	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err):
+	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err),
+		strings.Contains(err.Error(), "unpack"):
+		// Refused by the server (a stale tip; or a pack built on a tip it
+		// no longer has): fetch and integrate, which finds out which.
 		return PushResult{}, false, nil
 	}
 	return pr, false, err
 }
 
+// shortcutRefused reports an answer that says the server does not take a
+// receive-pack POST without the advertisement first (a 4xx other than
+// auth and not-found, or a reply that is not a report).
+func shortcutRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ue *plumbing.UnexpectedError
+	var he *githttp.Err
+	if errors.As(err, &ue) {
+		errors.As(ue.Err, &he)
+	} else {
+		errors.As(err, &he)
+	}
+	if he != nil && he.Response != nil {
+		c := he.Response.StatusCode
+		return c >= 400 && c < 500 && c != 401 && c != 403 && c != 404 && c != 429
+	}
+	return false
+}
+
 // onlyAhead reports whether the branch only adds commits to the last known
 // remote tip.
-func (r *Repo) onlyAhead() (bool, error) {
+func (r *Repo) onlyAhead() (plumbing.Hash, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lastPushed, err := r.RemoteHead()
 	if err != nil || lastPushed.IsZero() {
-		return false, err
+		return lastPushed, false, err
 	}
 	local, err := r.Head()
 	if err != nil || local == lastPushed {
-		return false, err
+		return lastPushed, false, err
 	}
 	rel, err := r.relate(local, lastPushed)
-	return rel == Ahead, err
+	return lastPushed, rel == Ahead, err
 }
 
 // rewritten reports whether the remote no longer holds the commit we last
