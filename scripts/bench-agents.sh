@@ -27,6 +27,18 @@ sleep "$IDLE"
 t1=$(awk '{print $14+$15}' /proc/$pid/stat)
 rss_idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 kill -TERM $pid; wait $pid || true
+# A restart: every work tree is there, so each agent is opened and watched
+# at once; the start-up syncs run on behind /healthz.
+start2=$(date +%s.%N)
+"$work/memfsd" run --home "$work/home" --log-level warn "${args[@]}" 2>"$work/log2" &
+pid=$!
+until curl -sf --unix-socket "$work/home/memfsd.sock" http://memfsd/healthz >/dev/null 2>&1; do
+  kill -0 $pid 2>/dev/null || { cat "$work/log2"; exit 1; }
+  sleep 0.05
+done
+ready2=$(date +%s.%N)
+kill -TERM $pid; wait $pid || true
+awk -v s="$start2" -v r="$ready2" -v n="$N" 'BEGIN { printf "| %d agents, restart (clones present) | start-up to /healthz 200: %.2f s |\n", n, r - s }'
 awk -v n="$N" -v s="$start" -v r="$ready" -v rss="$rss_kb" -v rss2="$rss_idle_kb" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v idle="$IDLE" 'BEGIN {
   printf "| %d agents in one daemon | start-up to /healthz 200: %.1f s | RSS %.0f MiB at ready, %.0f MiB after %d s idle | idle CPU %.2f%% of a core |\n",
     n, r - s, rss/1024, rss2/1024, idle, (t1 - t0) / hz / idle * 100 }'
