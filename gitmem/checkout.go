@@ -14,7 +14,7 @@ import (
 // index along, file by file. A file changed in the work tree since old (an
 // agent writing during a sync) is never overwritten: it stays as written,
 // shows as modified, and the next commit takes it.
-func (r *Repo) moveBranch(old, new plumbing.Hash) error {
+func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err := r.checkHead(); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash) error {
 	if err := lk.write(ix.encode(), false); err != nil {
 		return err
 	}
-	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
+	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(why)); err != nil {
 		return err
 	}
 	return lk.commit()

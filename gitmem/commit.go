@@ -226,6 +226,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	}
 
 	tip, tipTree := parent, parentTree
+	var lastMessage string
 	var group []change
 	var first *PathView
 	for i, v := range batch.Views {
@@ -266,12 +267,14 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			}
 			continue
 		}
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, req.Message(v), when, &res); err != nil {
+		lastMessage = req.Message(v)
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, lastMessage, when, &res); err != nil {
 			return res, err
 		}
 	}
 	if req.One && len(group) > 0 {
-		if tip, _, err = r.commitChanges(tip, tipTree, group, req.Message(*first), when, &res); err != nil {
+		lastMessage = req.Message(*first)
+		if tip, _, err = r.commitChanges(tip, tipTree, group, lastMessage, when, &res); err != nil {
 			return res, err
 		}
 	}
@@ -284,7 +287,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		return res, err
 	}
 	if tip != parent {
-		if err := casRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
+		if err := casRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage))); err != nil {
 			return res, err
 		}
 		res.Head = tip
@@ -395,4 +398,28 @@ func sanitizeSig(s string) string {
 		}
 		return r
 	}, strings.TrimSpace(s))
+}
+
+// reflogCommitMsg is git's reflog message for commits: "commit: <subject>"
+// ("commit (initial)" for the first), with the count when one step made
+// several.
+func reflogCommitMsg(parent, tip plumbing.Hash, n int, message string) string {
+	subject, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
+	kind := "commit"
+	if parent.IsZero() {
+		kind = "commit (initial)"
+	}
+	if n > 1 {
+		return fmt.Sprintf("%s: %s (and %d more)", kind, subject, n-1)
+	}
+	return kind + ": " + subject
+}
+
+// reflog is a reflog entry by this repo's author.
+func (r *Repo) reflog(msg string) *reflogEntry {
+	who := r.opts.Author
+	if who.Name == "" {
+		who = Signature{Name: "memfsd", Email: "memfsd@memfsd.local"}
+	}
+	return &reflogEntry{who: who, msg: msg}
 }

@@ -292,7 +292,7 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	}
 	switch res.Relation {
 	case Behind:
-		if err := r.moveBranch(local, remote); err != nil {
+		if err := r.moveBranch(local, remote, "memfsd: pull: fast-forward"); err != nil {
 			return res, fmt.Errorf("pull: fast-forward: %w", err)
 		}
 		res.Head, res.Updated = remote, true

@@ -212,7 +212,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		return local, nil, err
 	}
 	if tip != local {
-		if err := casRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.sync, r.spares); err != nil {
+		if err := casRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog("memfsd: put back before the push")); err != nil {
 			return local, nil, err
 		}
 	}

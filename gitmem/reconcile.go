@@ -118,7 +118,7 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		if err != nil {
 			return false, err
 		}
-		if err := r.moveBranch(local, target); err != nil {
+		if err := r.moveBranch(local, target, "memfsd: pull: fast-forward"); err != nil {
 			return false, fmt.Errorf("fast-forward: %w", err)
 		}
 		res.Pulled = true
@@ -140,7 +140,7 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		if err != nil {
 			return false, fmt.Errorf("replay: %w", err)
 		}
-		if err := r.moveBranch(local, rr.Head); err != nil {
+		if err := r.moveBranch(local, rr.Head, "memfsd: "+map[bool]string{true: "replay onto the remote", false: "restore after the remote history was replaced"}[rel == Diverged]); err != nil {
 			return false, fmt.Errorf("replay: move %s: %w", r.opts.Branch, err)
 		}
 		res.Pulled = true
@@ -240,7 +240,7 @@ func (r *Repo) backup(tip plumbing.Hash) (string, error) {
 		if _, err := os.Stat(filepath.Join(r.GitDir, filepath.FromSlash(name))); err == nil {
 			continue
 		}
-		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, nil); err != nil {
+		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, nil, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
 			return "", fmt.Errorf("backup %s: %w", short(tip), err)
 		}
 		return name, nil

@@ -75,7 +75,11 @@ func headBranch(gitDir string) (string, error) {
 // casRef moves ref name from old to new with git's protocol: take
 // <ref>.lock, check the current value is old, write new into the lock,
 // rename it into place. old == ZeroHash means "must not exist".
-func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool, sp *spares) error {
+//
+// With a log entry, the move is also appended to git's reflog of the ref
+// (and of HEAD when HEAD is on it) under the ref's lock, as git does, so
+// `git reflog` shows memfsd's commits, pulls and recoveries.
+func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool, sp *spares, log *reflogEntry) error {
 	path := filepath.Join(gitDir, filepath.FromSlash(name))
 	if sp == nil { // the hot path (a commit) knows refs/heads exists
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -97,10 +101,49 @@ func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, syn
 	if err := lk.write([]byte(new.String()+"\n"), sync); err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
+	if log != nil {
+		log.append(gitDir, name, old, new)
+	}
 	if err := lk.commit(); err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
 	return nil
+}
+
+// reflogEntry is who moved a ref and why, for git's reflog.
+type reflogEntry struct {
+	who Signature
+	msg string
+}
+
+// append writes the entry to logs/<name>, and to logs/HEAD when HEAD
+// points at name. A reflog that cannot be written is not a failed ref move
+// (git treats it the same way): it is skipped.
+func (e *reflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
+	_, offset := time.Now().Zone()
+	sign := '+'
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	msg := strings.ReplaceAll(strings.TrimSpace(e.msg), "\n", " ")
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, sanitizeSig(e.who.Name), sanitizeSig(e.who.Email),
+		time.Now().Unix(), sign, offset/3600, (offset%3600)/60, msg)
+	targets := []string{name}
+	if head, err := headBranch(gitDir); err == nil && head == name {
+		targets = append(targets, "HEAD")
+	}
+	for _, t := range targets {
+		p := filepath.Join(gitDir, "logs", filepath.FromSlash(t))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			continue
+		}
+		f.WriteString(line)
+		f.Close()
+	}
 }
 
 // setRef writes a ref unconditionally (still through its lock).
