@@ -81,7 +81,9 @@ type Agent struct {
 	lastErr   *LastError
 	lastPush  time.Time
 	lastSync  time.Time
-	polling   bool
+	// lastRepack is touched by the sync loop only.
+	lastRepack time.Time
+	polling    bool
 
 	flushTimer *time.Timer
 	rescanC    chan struct{}

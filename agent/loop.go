@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -152,6 +153,7 @@ func (a *Agent) syncLoop() {
 			a.finished, a.last = gen, res
 			a.done.Broadcast()
 			a.mu.Unlock()
+			a.maybeRepack()
 		case <-pull:
 			a.turnOnce()
 		case <-cloneRetry:
@@ -257,4 +259,21 @@ func outcomeOf(err error, res *SyncResult) string {
 		return OutcomePushed
 	}
 	return OutcomeClean
+}
+
+// repackEvery is how often, at most, the sync loop looks at the loose
+// objects after a turn.
+const repackEvery = time.Minute
+
+// maybeRepack packs the loose objects when there are enough of them, in
+// the sync loop (never on a write's path; the repo's lock only briefly).
+func (a *Agent) maybeRepack() {
+	repo := a.repository()
+	if repo == nil || time.Since(a.lastRepack) < repackEvery {
+		return
+	}
+	a.lastRepack = time.Now()
+	if _, err := repo.Repack(gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) {
+		a.log.Warn("repack failed; the objects stay loose", "err", err)
+	}
 }

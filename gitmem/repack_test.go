@@ -1,0 +1,156 @@
+package gitmem_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+func looseCount(t *testing.T, dir string) int {
+	out := git(t, dir, "count-objects", "-v")
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "count: "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return -1
+}
+
+func commitN(t testing.TB, r *gitmem.Repo, from, n int) {
+	for i := from; i < from+n; i++ {
+		p := fmt.Sprintf("notes/n%04d.md", i)
+		writeFile(t, r.Dir, p, fmt.Sprintf("note %d\n", i))
+		if _, err := r.CommitWrite([]string{p}, "memory: create "+p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRepo_Repack(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "rp")
+	commitN(t, r, 0, 100)
+	before := looseCount(t, r.Dir)
+	res, err := r.Repack(1)
+	if err != nil || res.Packed != before || looseCount(t, r.Dir) != 0 {
+		t.Fatalf("repack of %d loose objects: %+v %v, %d left", before, res, err, looseCount(t, r.Dir))
+	}
+	git(t, r.Dir, "fsck", "--strict")
+	if n := git(t, r.Dir, "rev-list", "--count", "HEAD"); n != "100" {
+		t.Fatalf("%s commits reachable", n)
+	}
+	// memfsd reads through the pack: status, more commits, a push.
+	if _, err := r.Status(); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, r, 100, 5)
+	if _, err := r.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := git(t, srv.RepoDir("rp"), "rev-list", "--count", "main"); n != "105" {
+		t.Fatalf("remote has %s commits", n)
+	}
+	if res, err := r.Repack(gitmem.DefaultRepackLoose); err != nil || res.Packed != 0 {
+		t.Fatalf("below the threshold: %+v %v", res, err)
+	}
+}
+
+// Repacks racing memfsd's commits and a person's git gc: every commit that
+// reported success stays reachable, fsck clean.
+func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "race")
+	commitN(t, r, 0, 10)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := r.Repack(1); err != nil && err != gitmem.ErrGCRunning {
+				t.Errorf("repack: %v", err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 5; i++ {
+			gitErr(r.Dir, "gc", "-q") // refused while a repack holds gc.pid: fine
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	commitN(t, r, 10, 150)
+	close(stop)
+	wg.Wait()
+	git(t, r.Dir, "fsck", "--strict")
+	if n := git(t, r.Dir, "rev-list", "--count", "HEAD"); n != "160" {
+		t.Fatalf("%s commits reachable, want 160", n)
+	}
+	if st := git(t, r.Dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("status: %q", st)
+	}
+}
+
+// A repack killed with SIGKILL at a random moment loses nothing.
+func TestRepo_RepackKilled(t *testing.T) {
+	if dir := os.Getenv("MEMFSD_REPACK_CHILD"); dir != "" {
+		r, err := gitmem.Open(dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
+		if err != nil {
+			os.Exit(2)
+		}
+		for i := 0; ; i++ {
+			commitN(t, r, 1000+i*20, 20)
+			r.Repack(1)
+		}
+	}
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "kill")
+	commitN(t, r, 0, 50)
+	r.Close()
+	for round := 0; round < 3; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRepo_RepackKilled$")
+		cmd.Env = append(os.Environ(), "MEMFSD_REPACK_CHILD="+r.Dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(300+round*170) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		os.Remove(filepath.Join(r.GitDir, "gc.pid")) // a dead repack's, as git would after 12 h
+		git(t, r.Dir, "fsck", "--strict")
+		if st := git(t, r.Dir, "status", "--porcelain"); strings.Contains(st, "D ") {
+			t.Fatalf("round %d: files lost: %q", round, st)
+		}
+	}
+	r2, err := gitmem.Open(r.Dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := r2.Status(); err != nil {
+		t.Fatalf("status after the kills: %v", err)
+	}
+	if res, err := r2.Repack(1); err != nil {
+		t.Fatalf("repack after the kills: %+v %v", res, err)
+	}
+	git(t, r.Dir, "fsck", "--strict")
+}
