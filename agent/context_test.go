@@ -74,7 +74,7 @@ func TestContext_BudgetsAndCache(t *testing.T) {
 		os.WriteFile(p, []byte(fmt.Sprintf("---\ndescription: note %d\n---\nbody %d\n", i, i)), 0o600)
 	}
 	git(t, a.Dir(), "add", "-A")
-	git(t, a.Dir(), "commit", "-q", "-m", "ten thousand notes")
+	git(t, a.Dir(), "-c", "gc.auto=0", "commit", "-q", "-m", "ten thousand notes") // no detached auto-gc outliving the test
 	c, err := a.Context()
 	if err != nil {
 		t.Fatal(err)
