@@ -16,9 +16,13 @@ import (
 	"github.com/memfsd/memfsd/reminders"
 )
 
-// memfsd's own records live in .git/memfsd/, beside the repository and out
-// of the agent's tree: every route to a decision (the daemon, `memfsd
-// sync`, a restart) reads the same state from them.
+// memfsd's own records live in <home>/agents/<id>/records/, beside the
+// memory folder and out of the agent's reach (its shell has the memory
+// folder, .git included, never memfsd's home): every route to a decision
+// (the daemon, `memfsd sync`, a restart) reads the same state from them,
+// and the agent can neither forge nor remove them. Only the rejected bytes
+// stay where SPEC §2 puts them, .git/memfsd/rejected/, written only into
+// real folders (a symbolic link the agent put there is replaced).
 const (
 	// heldDeletesFile lists the deletions the mass-delete guard held.
 	heldDeletesFile = "held-deletes.json"
@@ -45,7 +49,30 @@ const (
 const DefaultRejectedKeep = 100
 
 func (a *Agent) recordPath(name string) string {
-	return filepath.Join(a.Dir(), ".git", "memfsd", name)
+	if name == rejectedDir {
+		return filepath.Join(a.Dir(), ".git", "memfsd", rejectedDir)
+	}
+	return filepath.Join(a.cfg.Home, "agents", a.ID, "records", name)
+}
+
+// realDirs makes each of dirs (outermost first) a real folder: a symbolic
+// link or a file standing there (the agent's doing) is removed first.
+func realDirs(dirs ...string) error {
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err == nil && fi.IsDir() {
+			continue
+		}
+		if err == nil {
+			if err := os.Remove(d); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readHeld reads the held-deletes record (nil when none).
@@ -79,7 +106,7 @@ func (a *Agent) writeHeld(paths []string) error {
 // the folder to the newest DefaultRejectedKeep files.
 func (a *Agent) keepRejected(rel string, data []byte) error {
 	dir := a.recordPath(rejectedDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := realDirs(filepath.Dir(dir), dir); err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
 	}
 	name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")

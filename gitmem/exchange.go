@@ -44,6 +44,9 @@ var noExchange atomic.Bool
 // any moment is either displaced (and returned, for the caller to check and
 // put back) or lands on the new version afterwards — never lost unseen.
 func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
+	if err := r.realParents(rel); err != nil {
+		return displaced{}, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
 		// A folder stands where the file goes (the tree replaced it): an
@@ -108,6 +111,9 @@ func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode)
 // takeWorkFile removes rel in one step (renamed aside, then read) and
 // returns what it removed; folders it leaves empty go too.
 func (r *Repo) takeWorkFile(rel string) (displaced, error) {
+	if r.symlinkedParent(rel) != "" {
+		return displaced{}, nil // not in the work tree: nothing of ours to take
+	}
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
 		return displaced{}, nil

@@ -226,6 +226,9 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 // writeIfAbsent writes data at rel when nothing stands there and returns
 // its stat; a file the agent put there meanwhile is left alone (nil stat).
 func (r *Repo) writeIfAbsent(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
+	if err := r.realParents(rel); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)

@@ -226,6 +226,23 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbin
 	for _, d := range diffs {
 		from, fromOK := d.From, !d.From.Hash.IsZero()
 		to, toOK := d.To, !d.To.Hash.IsZero()
+		if toOK {
+			// A file of ours where their tree has a folder (or under what
+			// is a file in theirs) would replace theirs wholesale: ours
+			// goes beside it as a conflict copy instead.
+			clash, err := r.objs.clashesAt(tip, d.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if clash {
+				copyPath := ConflictName(d.Path, local)
+				if clash2, err := r.objs.clashesAt(tip, copyPath); err == nil && !clash2 {
+					out = append(out, change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
+					conflicts = append(conflicts, copyPath)
+				}
+				continue
+			}
+		}
 		cur, curOK, err := r.objs.entryAt(tip, d.Path)
 		if err != nil {
 			return nil, nil, err
@@ -292,10 +309,24 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	remoteTree, err := r.objs.commitTree(remote)
+	if err != nil {
+		return res, err
+	}
 	for _, p := range paths {
 		e := mine[p]
 		t, ok := theirs[p]
+		clash := false
+		if !ok {
+			if clash, err = r.objs.clashesAt(remoteTree, p); err != nil {
+				return res, err
+			}
+		}
 		switch {
+		case clash: // a folder of theirs (or a file on our path): ours beside it
+			cp := ConflictName(p, local)
+			changes = append(changes, change{Path: cp, Hash: e.Hash, Mode: e.Mode})
+			res.Conflicts = append(res.Conflicts, cp)
 		case !ok:
 			changes = append(changes, change{Path: p, Hash: e.Hash, Mode: e.Mode})
 		case t.Hash != e.Hash || t.Mode != e.Mode:
@@ -306,10 +337,6 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 	}
 	if len(changes) == 0 {
 		return res, nil
-	}
-	remoteTree, err := r.objs.commitTree(remote)
-	if err != nil {
-		return res, err
 	}
 	tree, err := r.objs.applyChanges(remoteTree, changes)
 	if err != nil {
@@ -324,4 +351,36 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 	r.objs.rememberCommit(h, tree)
 	res.Head, res.Replayed = h, 1
 	return res, r.objs.flush()
+}
+
+// clashesAt reports whether a file at p would clash with tree: a folder
+// stands at p, or a file stands where one of p's folders goes.
+func (s *objectStore) clashesAt(tree plumbing.Hash, p string) (bool, error) {
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		t, err := s.tree(tree)
+		if err != nil {
+			return false, err
+		}
+		var found *object.TreeEntry
+		for k := range t.Entries {
+			if t.Entries[k].Name == name {
+				found = &t.Entries[k]
+				break
+			}
+		}
+		if found == nil {
+			return false, nil
+		}
+		last := i == len(parts)-1
+		isDir := found.Mode == filemode.Dir
+		switch {
+		case last:
+			return isDir, nil
+		case !isDir:
+			return true, nil // a file where our folder goes
+		}
+		tree = found.Hash
+	}
+	return false, nil
 }

@@ -45,6 +45,9 @@ type fileState struct {
 
 // readWorkFile reads rel from the work tree; nil when it does not exist.
 func (r *Repo) readWorkFile(rel string) (*fileState, error) {
+	if r.symlinkedParent(rel) != "" {
+		return nil, nil // behind a symbolic link: not a file of the tree
+	}
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	for attempt := 0; ; attempt++ {
 		fi, err := os.Lstat(abs)
@@ -102,6 +105,9 @@ func statMatches(e indexEntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
 // writeWorkFile writes a blob into the work tree (mode 0600 or 0700 for
 // executables, folders 0700) and returns its stat for the index.
 func (r *Repo) writeWorkFile(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
+	if err := r.realParents(rel); err != nil {
+		return nil, fmt.Errorf("write %s: %w", rel, err)
+	}
 	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		// A file where a folder must go: the tree replaced it.
@@ -174,3 +180,42 @@ func moveAside(root, abs string) error {
 
 // blobHash is the id the content would have as a blob.
 func blobHash(data []byte) plumbing.Hash { return hashObject(plumbing.BlobObject, data) }
+
+// symlinkedParent returns the first folder on rel's path (below the work
+// tree) that is a symbolic link, "" when none: a write through it would
+// land outside the work tree (an agent's `ln -s .. esc`).
+func (r *Repo) symlinkedParent(rel string) string {
+	parts := strings.Split(rel, "/")
+	p := r.Dir
+	for _, part := range parts[:len(parts)-1] {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "" // missing from here on: MkdirAll makes real folders
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return p
+		}
+		if !fi.IsDir() {
+			return ""
+		}
+	}
+	return ""
+}
+
+// realParents makes sure nothing written at rel goes through a symbolic
+// link: a link standing where a folder of the tree goes is moved aside (it
+// is committed next as the agent's), then the folder is made for real.
+func (r *Repo) realParents(rel string) error {
+	for i := 0; i < 64; i++ {
+		link := r.symlinkedParent(rel)
+		if link == "" {
+			return nil
+		}
+		if err := moveAside(r.Dir, link); err != nil {
+			return err
+		}
+		r.log.Warn("a symbolic link stood where the tree has a folder; moved aside", "link", link)
+	}
+	return fmt.Errorf("%s: too many symbolic links on the path", rel)
+}

@@ -360,7 +360,7 @@ func TestTrust_IdempotentMemoryCalls(t *testing.T) {
 	if again, _ := call(p, "toolu_01ABC", insert); again != first {
 		t.Fatalf("after a restart the key answered %q", again)
 	}
-	os.RemoveAll(filepath.Join(dir, ".git", "memfsd", "calls"))
+	os.RemoveAll(filepath.Join(home, "agents", "idem", "records", "calls"))
 	if again, isErr := call(p, "toolu_01ABC", insert); isErr || !strings.HasPrefix(again, "already applied in ") {
 		t.Fatalf("with the answer record gone: %q (error %v)", again, isErr)
 	}
@@ -582,5 +582,38 @@ func TestRemoteOverrideThroughAdmin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "agents", "bad")); err == nil {
 		t.Fatal("a refused PUT created the agent's folder")
+	}
+}
+
+// A symbolic link the agent plants in its folder (`ln -s .. esc`) never
+// lets a pull write outside the memory folder: the operator's records next
+// to it stay untouched.
+func TestTrust_SymlinkEscapeOnPull(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "sym")
+	dir := memDir(home, "sym")
+	peer := peerClone(t, srv, "sym")
+	// The remote gets esc/operator-approved.json (any writer could push it).
+	os.MkdirAll(filepath.Join(peer, "esc"), 0o700)
+	os.WriteFile(filepath.Join(peer, "esc", "operator-approved.json"), []byte(`{"system/persona.md":["0000"]}`), 0o600)
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "a file under esc/")
+	git(t, peer, "push", "-q", "origin", "main")
+	// The agent's shell: esc is a link to the folder above.
+	if err := os.Symlink("..", filepath.Join(dir, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	tr := p.turn("sym")
+	t.Logf("turn: %+v; log: %s", tr, git(t, dir, "log", "--stat", "--format=%s", "-3"))
+	outside := filepath.Join(home, "agents", "sym", "operator-approved.json")
+	if data, err := os.ReadFile(outside); err == nil {
+		t.Fatalf("a pull wrote through the agent's symlink, outside the memory folder: %s", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "esc")); err != nil || !fi.IsDir() {
+		t.Fatalf("esc is not a real folder after the pull: %v %v", fi, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "esc", "operator-approved.json")); !strings.Contains(string(data), "0000") {
+		t.Fatal("the pulled file is not in the memory folder")
 	}
 }
