@@ -5,13 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -69,8 +65,9 @@ func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
 }
 
 // fetch runs the network steps without r.mu: the ref advertisement and
-// the upload-pack exchange, streamed to a temporary file under .git; then,
-// under r.mu, the pack is stored and the tracking ref moved.
+// the upload-pack exchange, streamed to a temporary file under .git and
+// checked and indexed there (downloadPack); then, under r.mu, the pack is
+// renamed into place and the tracking ref moved.
 func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	s, err := r.session(ctx, false)
 	if err != nil {
@@ -105,60 +102,26 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 	}
 	r.mu.Unlock()
+	// Network, and the pack's check and index: all without r.mu.
+	var pk *fetchedPack
 	if !has {
-		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-		if ar.Capabilities.Supports(capability.NoProgress) {
-			_ = req.Capabilities.Set(capability.NoProgress)
-		}
-		req.Wants = []plumbing.Hash{tip}
-		req.Haves = haves
-		pack, err := r.download(ctx, sess, req)
-		if err != nil {
+		if pk, err = r.downloadPack(ctx, sess, ar, tip, haves); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		defer os.Remove(pack.Name())
-		defer pack.Close()
-		r.mu.Lock()
-		err = packfile.UpdateObjectStorage(r.st, pack)
-		if err == nil {
-			err = r.objs.syncAll() // before any ref points into the pack
-		}
-		r.mu.Unlock()
-		if err != nil {
+		defer pk.remove()
+	}
+	// Local: publish the pack (two renames), move the tracking ref.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pk != nil {
+		if err := r.installPack(pk, tip); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait); err != nil {
 		return tip, err
 	}
 	return tip, nil
-}
-
-// download runs upload-pack and streams the pack into a temporary file
-// under .git/objects/pack (git's own tmp_ prefix), rewound for reading.
-func (r *Repo) download(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest) (*os.File, error) {
-	resp, err := sess.UploadPack(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Close()
-	f, err := os.CreateTemp(filepath.Join(r.GitDir, "objects", "pack"), "tmp_fetch_")
-	if err != nil {
-		return nil, fmt.Errorf("store pack: %w", err)
-	}
-	if _, err := io.Copy(f, demuxSideband(req.Capabilities, resp)); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
 }
 
 func demuxSideband(l *capability.List, rd io.Reader) io.Reader {

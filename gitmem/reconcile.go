@@ -118,6 +118,9 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		if err != nil {
 			return false, err
 		}
+		if r.beforeMove != nil {
+			r.beforeMove()
+		}
 		if err := r.moveBranch(local, target, "memfsd: pull: fast-forward"); err != nil {
 			return false, fmt.Errorf("fast-forward: %w", err)
 		}
@@ -139,6 +142,9 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		}
 		if err != nil {
 			return false, fmt.Errorf("replay: %w", err)
+		}
+		if r.beforeMove != nil {
+			r.beforeMove()
 		}
 		if err := r.moveBranch(local, rr.Head, "memfsd: "+map[bool]string{true: "replay onto the remote", false: "restore after the remote history was replaced"}[rel == Diverged]); err != nil {
 			return false, fmt.Errorf("replay: move %s: %w", r.opts.Branch, err)

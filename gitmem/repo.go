@@ -66,6 +66,8 @@ type Options struct {
 //     storage is not safe for concurrent use). Local writes take it, and
 //     syncs take it only around their local steps (storing a fetched pack,
 //     building a push pack, relating, replaying, moving refs), briefly.
+//     A fetched pack is checked and indexed before mu is taken; only its
+//     renames into objects/pack and the re-read of the pack list hold it.
 //   - syncMu serialises syncs (Fetch, Pull, Push, Reconcile) with each
 //     other; local writes never take it. A local commit landing while a
 //     sync waits on the remote is simply not in that sync: the branch moves
@@ -87,6 +89,10 @@ type Repo struct {
 
 	flat     map[string]object.TreeEntry // files of flatTree (see flattenCommit)
 	flatTree plumbing.Hash
+
+	// beforeMove, when set (tests only), runs with mu held just before
+	// Reconcile moves the branch.
+	beforeMove func()
 }
 
 // Close stops the repo's background work (refilling spare files).
@@ -115,6 +121,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
+	clearFetchLeftovers(gitDir, staleFetchAge)
 	r.spares.start()
 	return r, nil
 }

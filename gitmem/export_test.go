@@ -1,0 +1,6 @@
+package gitmem
+
+// SetBeforeMove installs a hook that runs (with the repo lock held) just
+// before a sync moves the branch: a seam for tests that make someone else
+// commit at that moment.
+func SetBeforeMove(r *Repo, f func()) { r.beforeMove = f }

@@ -1,0 +1,177 @@
+package gitmem
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// A fetch downloads its pack without the repo lock: the response is
+// streamed into a temporary file under objects/pack, checked and indexed
+// there, and only the two renames that publish it (and a re-read of the
+// pack list) happen under the lock.
+
+// fetchTempPrefix names a fetch's temporary files in objects/pack. Neither
+// name ends in .pack or .idx, so neither git nor go-git takes them for a
+// pack while they are being written.
+const fetchTempPrefix = "tmp_fetch_"
+
+// staleFetchAge is the age past which Open removes a fetch's temporary
+// file: a crash left it (a live fetch writes it within one sync's deadline).
+const staleFetchAge = time.Hour
+
+// fetchedPack is a downloaded, verified and indexed pack, not yet part of
+// the object store.
+type fetchedPack struct {
+	pack, idx string // temporary files; "" once renamed into place
+	sum       plumbing.Hash
+}
+
+// remove deletes what is left of the temporary files.
+func (p *fetchedPack) remove() {
+	for _, name := range []string{p.pack, p.idx} {
+		if name != "" {
+			_ = os.Remove(name)
+		}
+	}
+	p.pack, p.idx = "", ""
+}
+
+// downloadPack asks upload-pack for tip and writes the pack it sends into a
+// temporary file, then builds its index beside it. It touches neither the
+// object store nor go-git's storage, so it runs without mu. The pack is
+// never thin (go-git's transports filter thin-pack out of what they ask
+// for), so every delta base is inside the pack itself.
+func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, tip plumbing.Hash, haves []plumbing.Hash) (_ *fetchedPack, err error) {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	req.Wants = []plumbing.Hash{tip}
+	req.Haves = haves
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+
+	dir := filepath.Join(r.GitDir, "objects", "pack")
+	pk := &fetchedPack{}
+	defer func() {
+		if err != nil {
+			pk.remove()
+		}
+	}()
+	f, err := os.CreateTemp(dir, fetchTempPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("download pack: %w", err)
+	}
+	pk.pack = f.Name()
+	defer f.Close()
+	n, err := io.Copy(f, demuxSideband(req.Capabilities, resp))
+	if err != nil {
+		return nil, fmt.Errorf("download pack: %w", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("download pack: %w", packfile.ErrEmptyPackfile)
+	}
+
+	// Check and index it: the scanner verifies the trailing checksum.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	iw := new(idxfile.Writer)
+	parser, err := packfile.NewParser(packfile.NewScanner(f), iw)
+	if err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	if pk.sum, err = parser.Parse(); err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	idx, err := iw.Index()
+	if err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	xf, err := os.CreateTemp(dir, fetchTempPrefix+"idx_*")
+	if err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	pk.idx = xf.Name()
+	_, err = idxfile.NewEncoder(xf).Encode(idx)
+	// Harden both before a ref may point into them (git's core.fsync
+	// default does the same for packs); done here, off the lock.
+	for _, file := range []*os.File{f, xf} {
+		if err == nil && r.objs.sync {
+			err = file.Sync()
+		}
+		if err == nil {
+			err = file.Chmod(0o444) // as git leaves packs
+		}
+	}
+	if cerr := xf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	return pk, nil
+}
+
+// installPack publishes a downloaded pack under its checksum name (pack
+// first, then the index that makes git see it), re-reads the pack list and
+// checks that tip arrived. With mu held.
+func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
+	dir := filepath.Join(r.GitDir, "objects", "pack")
+	base := filepath.Join(dir, "pack-"+pk.sum.String())
+	for _, mv := range []struct {
+		from *string
+		to   string
+	}{{&pk.pack, base + ".pack"}, {&pk.idx, base + ".idx"}} {
+		if _, err := os.Lstat(mv.to); err == nil {
+			continue // packs are named by content: this one is in already
+		}
+		if err := os.Rename(*mv.from, mv.to); err != nil {
+			return err
+		}
+		*mv.from = ""
+	}
+	if r.objs.sync {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	r.st.ObjectStorage.Reindex()
+	if !r.objs.has(tip) {
+		return fmt.Errorf("the remote's pack lacks its tip %s", short(tip))
+	}
+	return nil
+}
+
+// clearFetchLeftovers removes the temporary files of a fetch that a crash
+// interrupted.
+func clearFetchLeftovers(gitDir string, maxAge time.Duration) {
+	dir := filepath.Join(gitDir, "objects", "pack")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), fetchTempPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > maxAge {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
