@@ -2,8 +2,12 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // AcceptOptions is an operator's decision about held deletions: exactly one
@@ -54,7 +58,7 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		if opts.Restore {
 			key = approvePushRestore
 		}
-		if err := a.approve(key, push.Remote); err != nil {
+		if err := a.approve(key, decisionKey(push.Remote, push.Paths)); err != nil {
 			return res, fmt.Errorf("accept %s: %w", a.ID, err)
 		}
 		res.HeldPush = push.Remote
@@ -65,7 +69,7 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		if opts.Restore {
 			key = approveRemoteRestore
 		}
-		if err := a.approve(key, remote.Remote); err != nil {
+		if err := a.approve(key, decisionKey(remote.Remote, remote.Paths)); err != nil {
 			return res, fmt.Errorf("accept %s: %w", a.ID, err)
 		}
 		res.RemoteUpdate = remote.Remote
@@ -93,10 +97,20 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		a.Hooks.Committed(out.Committed)
 	}
 	res.Committed = held
-	// The operator took these deletions: their push is not held again.
-	if err := a.approve(approvePushAccept, a.localTip()); err != nil {
+	// The operator took these deletions: their push is not held again (if
+	// the range to push deletes more than these, it is, and asks again).
+	if err := a.approve(approvePushAccept, decisionKey(a.localTip(), out.Deleted)); err != nil {
 		return res, fmt.Errorf("accept %s: %w", a.ID, err)
 	}
 	a.log.Info("held deletions accepted by the operator", "files", len(held))
 	return res, nil
+}
+
+// decisionKey binds an operator's decision to one tip and the exact set of
+// files it deletes: the same tip with other deletions is another decision.
+func decisionKey(tip string, paths []string) string {
+	sorted := slices.Clone(paths)
+	slices.Sort(sorted)
+	sum := sha256.Sum256([]byte(strings.Join(sorted, "\x00")))
+	return tip + ":" + hex.EncodeToString(sum[:8])
 }

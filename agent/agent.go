@@ -15,6 +15,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -200,7 +201,8 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
-		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote}
+		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
+		Secret: a.secretIn}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first
@@ -318,4 +320,9 @@ func SetRemoteOverride(cfg *Config, id, raw string) error {
 		return err
 	}
 	return writeRecord(filepath.Join(cfg.Home, "agents", id, remoteFile), []byte(u.String()+"\n"))
+}
+
+// secretIn is the secret guard for pushes (nil patterns: off).
+func (a *Agent) secretIn(data []byte) (string, bool) {
+	return memtool.SecretIn(a.secretPatterns(), string(data))
 }

@@ -18,8 +18,11 @@ const TrailerKey = "Memory-Call"
 // Calls older than the newest DefaultCallsKept answers are forgotten; the
 // commit trailer still finds an applied write DefaultCallSearch commits back.
 const (
-	DefaultCallsKept  = 1000
-	DefaultCallSearch = 1000
+	DefaultCallsKept = 1000
+	// DefaultCallSearch bounds the trailer search (under the repo lock):
+	// the answer record is written right after the commit, so only a crash
+	// in between needs it, and then the commit is among the newest.
+	DefaultCallSearch = 64
 )
 
 // callsDir holds the answers of idempotent calls, one file per key.
@@ -71,6 +74,9 @@ func (a *Agent) RunMemory(in memtool.Input, key string) (memtool.Result, error) 
 		return memtool.Result{Content: "already applied in " + h.String()}, nil
 	}
 	res := tool.Run(in)
+	if !res.Final() {
+		return res, nil // a failure of ours: a retry with the key may apply it
+	}
 	if err := a.writeCall(key, res); err != nil {
 		a.log.Warn("idempotent call applied but its answer was not recorded; the commit trailer still marks it", "err", err)
 	}

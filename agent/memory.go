@@ -48,7 +48,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 				Paths:   paths,
 				One:     true,
 				Message: func(gitmem.PathView) string { return message },
-				Guard:   toolGuard,
+				Guard:   func(b *gitmem.Batch) ([]gitmem.Verdict, error) { return toolGuard(b, secrets) },
 			})
 			return err
 		},
@@ -94,8 +94,13 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 // toolGuard refuses a memory-tool commit that changes what is read-only in
 // HEAD (or read_only in any front matter): the tool undoes its write and
 // answers the read-only error.
-func toolGuard(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+func toolGuard(b *gitmem.Batch, patterns []memtool.SecretPattern) ([]gitmem.Verdict, error) {
 	for _, v := range b.Views {
+		if v.Data != nil {
+			if name, ok := memtool.SecretIn(patterns, string(v.Data)); ok {
+				return nil, fmt.Errorf("refused: %s looks like it holds a credential (%s)", v.Path, name)
+			}
+		}
 		if refused, err := checkAgainstHead(v); err != nil || refused != nil {
 			if refused != nil {
 				return nil, &blocks.RefusedError{Path: v.Path, Err: refused}

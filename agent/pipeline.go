@@ -42,6 +42,7 @@ func DirectWriteMessage(kind, path string) string {
 
 // commitOutcome is what one pass of the pipeline did.
 type commitOutcome struct {
+	Deleted   []string // deletions committed
 	Committed int
 	Held      []string // deletions held by the mass-delete guard
 	Restored  []string // read-only writes undone
@@ -70,6 +71,11 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		Keep:    a.keepRejected,
 	})
 	out.Committed = len(res.Commits)
+	for _, p := range res.Committed {
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+			out.Deleted = append(out.Deleted, p)
+		}
+	}
 	for _, rs := range res.Restored {
 		out.Restored = append(out.Restored, rs.Path)
 		a.log.Warn("undid a direct write to a read-only block; rejected bytes kept", "path", rs.Path)
@@ -236,10 +242,10 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (i
 	}
 	tip := a.localTip()
 	switch {
-	case slices.Contains(approved[approvePushAccept], tip):
+	case slices.Contains(approved[approvePushAccept], decisionKey(tip, deleted)):
 		a.log.Info("pushing a mass deletion: accepted by the operator", "files", len(deleted))
 		return plan, a.writeHeldPush(heldRemote{})
-	case slices.Contains(approved[approvePushRestore], tip):
+	case slices.Contains(approved[approvePushRestore], decisionKey(tip, deleted)):
 		for _, p := range deleted {
 			if !slices.Contains(plan.ReadOnly, p) {
 				plan.Readd = append(plan.Readd, p)
@@ -291,10 +297,10 @@ func (a *Agent) incomingGuard(u gitmem.IncomingUpdate) (gitmem.IncomingDecision,
 	approved := a.readApproved()
 	tip := u.Remote.String()
 	switch {
-	case slices.Contains(approved[approveRemoteAccept], tip):
+	case slices.Contains(approved[approveRemoteAccept], decisionKey(tip, u.Deleted)):
 		a.log.Info("applying a remote update with mass deletions: accepted by the operator", "files", len(u.Deleted))
 		return gitmem.ApplyIncoming, a.writeHeldRemote(heldRemote{})
-	case slices.Contains(approved[approveRemoteRestore], tip):
+	case slices.Contains(approved[approveRemoteRestore], decisionKey(tip, u.Deleted)):
 		return gitmem.RestoreIncoming, a.writeHeldRemote(heldRemote{})
 	}
 	a.log.Warn("remote update held: it would delete most of the memory", "files", len(u.Deleted), "tracked", tracked, "remote", tip)

@@ -232,8 +232,12 @@ func writeRecord(p string, data []byte) error {
 // read-only path to: the outgoing check lets exactly those through.
 const operatorFile = "operator-approved.json"
 
-// operatorKeep bounds the ids kept per path.
-const operatorKeep = 20
+// operatorKeep bounds the ids kept per path: the latest block set only, so
+// the agent cannot bring back an older version the operator once set.
+const operatorKeep = 1
+
+// decisionsKeep bounds the accept/restore decisions kept per kind.
+const decisionsKeep = 20
 
 func (a *Agent) operatorPath() string {
 	return filepath.Join(a.cfg.Home, "agents", a.ID, operatorFile)
@@ -252,9 +256,13 @@ func (a *Agent) readApproved() map[string][]string {
 // approve records that the operator set rel to the blob id.
 func (a *Agent) approve(rel, id string) error {
 	rec := a.readApproved()
+	keep := operatorKeep
+	if strings.Contains(rel, ":") {
+		keep = decisionsKeep // an accept/restore decision, not a block's content
+	}
 	ids := append(slices.DeleteFunc(rec[rel], func(x string) bool { return x == id }), id)
-	if len(ids) > operatorKeep {
-		ids = ids[len(ids)-operatorKeep:]
+	if len(ids) > keep {
+		ids = ids[len(ids)-keep:]
 	}
 	rec[rel] = ids
 	data, _ := json.Marshal(rec)

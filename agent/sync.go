@@ -52,16 +52,16 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	repo := a.repository()
 	var held error
 	if !opts.SkipScan {
-		n, heldPaths, err := a.commitUncommitted(opts.AcceptDeletes)
+		n, heldPaths, deleted, err := a.commitUncommitted(opts.AcceptDeletes)
 		res.Committed, res.Held = n, heldPaths
 		if err != nil {
 			err = retry.Wrap("commit "+a.ID, err)
 			a.recordErr(err, 1)
 			return res, err
 		}
-		if opts.AcceptDeletes {
+		if opts.AcceptDeletes && len(deleted) > 0 {
 			// The operator's decision covers pushing what was deleted.
-			if err := a.approve(approvePushAccept, a.localTip()); err != nil {
+			if err := a.approve(approvePushAccept, decisionKey(a.localTip(), deleted)); err != nil {
 				return res, err
 			}
 		}
@@ -132,10 +132,10 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 }
 
 // commitUncommitted commits each dirty path through the pipeline.
-func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
+func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, []string, error) {
 	dirty, err := a.repository().DirtyPaths()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	paths := make([]string, 0, len(dirty))
 	for _, d := range dirty {
@@ -145,7 +145,7 @@ func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, error) {
 	if a.Hooks.Committed != nil && out.Committed > 0 {
 		a.Hooks.Committed(out.Committed)
 	}
-	return out.Committed, out.Held, err
+	return out.Committed, out.Held, out.Deleted, err
 }
 
 // isHold reports a sync stopped by a guard for the operator to decide: not

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -148,8 +149,53 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 			return p, err
 		}
 	}
+	if err := r.checkRangeSecrets(p.commits); err != nil {
+		return p, err
+	}
 	p.pack, p.objects, err = r.buildPack(p.commits)
 	return p, err
+}
+
+// ErrPushSecret: a commit about to be pushed holds text that looks like a
+// credential (Options.Secret); nothing was pushed.
+var ErrPushSecret = errors.New("a commit to push holds what looks like a credential")
+
+// checkRangeSecrets runs Options.Secret over every file each commit of the
+// range adds or changes (not only the range's end state: a secret written
+// and then deleted is still in history once pushed).
+func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
+	if r.opts.Secret == nil {
+		return nil
+	}
+	for _, h := range commits {
+		c, err := r.objs.commit(h)
+		if err != nil {
+			return err
+		}
+		var parentTree plumbing.Hash
+		if len(c.ParentHashes) > 0 {
+			if parentTree, err = r.objs.commitTree(c.ParentHashes[0]); err != nil {
+				return err
+			}
+		}
+		diffs, err := r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+		if err != nil {
+			return err
+		}
+		for _, d := range diffs {
+			if d.To.Hash.IsZero() {
+				continue
+			}
+			data, err := r.objs.blob(d.To.Hash)
+			if err != nil {
+				return err
+			}
+			if pattern, found := r.opts.Secret(data); found {
+				return fmt.Errorf("%w (%s) in %s, commit %s: drop that commit (git reset) and write the file again without it", ErrPushSecret, pattern, d.Path, short(h))
+			}
+		}
+	}
+	return nil
 }
 
 // lockedHead is Head under r.mu.

@@ -56,6 +56,9 @@ type Options struct {
 	// Incoming, when set, judges every update from the remote before it is
 	// applied (see IncomingCheck).
 	Incoming IncomingCheck
+	// Secret, when set, names the credential pattern a file's content
+	// matches: no commit holding one is pushed (ErrPushSecret).
+	Secret func(data []byte) (string, bool)
 	// Keep stores bytes the outgoing check takes back (rejected writes).
 	Keep func(path string, rejected []byte) error
 }

@@ -37,8 +37,9 @@ type Input struct {
 
 // Result is the tool's answer.
 type Result struct {
-	Content string `json:"content"`
-	IsError bool   `json:"is_error"`
+	Content  string `json:"content"`
+	IsError  bool   `json:"is_error"`
+	internal bool   // memfsd's own failure, not the tool's answer
 }
 
 // ViewLimit is where a file view is cut, in characters.
@@ -91,10 +92,15 @@ func (t *Tool) Run(in Input) Result {
 		if errors.As(err, &te) {
 			return Result{Content: te.msg, IsError: true}
 		}
-		return Result{Content: "Error: " + err.Error(), IsError: true}
+		return Result{Content: "Error: " + err.Error(), IsError: true, internal: true}
 	}
 	return Result{Content: out}
 }
+
+// Final reports whether the result is the call's answer for good: a success
+// or the tool's own refusal. A failure of memfsd's (a lock, a full disk) is
+// not: a retry of the same call may succeed.
+func (r Result) Final() bool { return !r.internal }
 
 func (t *Tool) run(in Input) (string, error) {
 	switch in.Command {
@@ -152,6 +158,13 @@ func (t *Tool) checkWrite(rel, shown string, old, new []byte) error {
 	}
 	if err := blocks.CheckLimit(old, new); err != nil {
 		return toolErr("%s", err.Error())
+	}
+	// The whole file as it would be, not only the new text: a secret put
+	// together across two edits is refused too.
+	if new != nil {
+		if err := t.checkSecret(string(new)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

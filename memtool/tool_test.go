@@ -337,3 +337,12 @@ func TestTool_BlockLimit(t *testing.T) {
 		t.Fatalf("unknown front-matter key lost: %q", data)
 	}
 }
+
+// A secret put together across two edits is refused: the whole file is
+// checked, not only the new text.
+func TestTool_SecretAcrossTwoEdits(t *testing.T) {
+	e := newEnv(t)
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"tok: sk-abc\n"}`, "File created successfully at: /memories/k.md", false)
+	e.expect(`{"command":"str_replace","path":"/memories/k.md","old_str":"abc","new_str":"defghijklmnopqrstuvwxyz0123"}`,
+		"Refused: the text looks like a credential (OpenAI-style key (sk-)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
+}

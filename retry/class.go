@@ -122,7 +122,7 @@ func classify(err error) (Class, time.Duration) {
 		return ClassNotFound, 0
 	case errors.Is(err, gitmem.ErrLocked):
 		return ClassRetryable, 0
-	case isCertificateError(err), errors.Is(err, gitmem.ErrRemoteDeleteHeld), errors.Is(err, gitmem.ErrPushHeld):
+	case isCertificateError(err), errors.Is(err, gitmem.ErrRemoteDeleteHeld), errors.Is(err, gitmem.ErrPushHeld), errors.Is(err, gitmem.ErrPushSecret):
 		return ClassPermanent, 0 // nothing to retry: a person decides
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0

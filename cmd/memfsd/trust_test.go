@@ -617,3 +617,33 @@ func TestTrust_SymlinkEscapeOnPull(t *testing.T) {
 		t.Fatal("the pulled file is not in the memory folder")
 	}
 }
+
+// A credential committed by the shell and deleted again never reaches the
+// remote: every commit of the range is checked, not only its end state.
+func TestTrust_SecretInAShellCommitRange(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "shs", "--debounce", "10s")
+	dir := memDir(home, "shs")
+	before := git(t, srv.RepoDir("shs"), "rev-parse", "main")
+	os.WriteFile(filepath.Join(dir, "k.md"), []byte("key sk-abcdefghijklmnopqrstuvwxyz0123\n"), 0o600)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "oops")
+	git(t, dir, "rm", "-q", "k.md")
+	git(t, dir, "commit", "-q", "-m", "hide it")
+	tr := p.turn("shs")
+	if tr.Outcome != "failed" || !strings.Contains(tr.Error, "credential") || !strings.Contains(tr.Error, "k.md") {
+		t.Fatalf("turn = %+v", tr)
+	}
+	if got := git(t, srv.RepoDir("shs"), "rev-parse", "main"); got != before {
+		t.Fatal("the range with a secret was pushed")
+	}
+	if r := p.reminders("shs"); !r.has("sync_failed") || !strings.Contains(r.Text, "credential") {
+		t.Fatalf("reminders = %+v", r)
+	}
+	// The agent drops the commits: the next turn is clean again.
+	git(t, dir, "reset", "-q", "--hard", "HEAD~2")
+	if tr := p.turn("shs"); tr.Outcome == "failed" {
+		t.Fatalf("turn after the reset = %+v", tr)
+	}
+}
