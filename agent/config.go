@@ -120,21 +120,26 @@ func (c *Config) Validate() error {
 			// up in the middle, and a token in it in .git/config.
 			return fmt.Errorf("config: base-url %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", RedactURL(c.BaseURL))
 		}
-		// Credentials in the URL move to the auth header and out of the URL,
-		// so they never reach .git/config.
-		if u.User != nil {
-			if p, ok := u.User.Password(); ok && c.Token == "" {
-				c.Token = p
-				if n := u.User.Username(); n != "" {
-					c.Username = n
-				}
-			}
-			u.User = nil
-		}
+		c.takeUserInfo(u)
 		c.BaseURL = strings.TrimRight(u.String(), "/")
 	}
 	c.validated = true
 	return nil
+}
+
+// takeUserInfo moves credentials in a URL to the auth header and out of the
+// URL, so they never reach .git/config, logs or status.
+func (c *Config) takeUserInfo(u *url.URL) {
+	if u.User == nil {
+		return
+	}
+	if p, ok := u.User.Password(); ok && c.Token == "" {
+		c.Token = p
+		if n := u.User.Username(); n != "" {
+			c.Username = n
+		}
+	}
+	u.User = nil
 }
 
 // Auth schemes for the token.
@@ -165,15 +170,7 @@ func (c *Config) validateTemplate() error {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("config: remote-template %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", RedactURL(c.RemoteTemplate))
 	}
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && c.Token == "" {
-			c.Token = p
-			if n := u.User.Username(); n != "" {
-				c.Username = n
-			}
-		}
-		u.User = nil
-	}
+	c.takeUserInfo(u)
 	c.RemoteTemplate = strings.ReplaceAll(u.String(), probe, agentPlaceholder)
 	return nil
 }
