@@ -12,6 +12,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 C=${C:-5}
+go test -run '^$' -bench 'BenchmarkDurableWriteFloor' -benchtime "${N}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkCommitWrite' -benchtime "${N}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkPush' -benchtime "${P}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkClone' -benchtime "${C}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
