@@ -61,6 +61,8 @@ type Agent struct {
 
 	cfg *Config
 	log *slog.Logger
+	// remoteOverride is the operator's per-agent remote URL, read by New.
+	remoteOverride string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,6 +119,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 	}
 	a.done = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.remoteOverride = readRemoteOverride(cfg, id)
 	return a, nil
 }
 
@@ -297,9 +300,11 @@ func (a *Agent) remote() gitmem.Remote {
 }
 
 // RemoteOverride is the per-agent remote URL the operator set ("" when
-// none).
-func (a *Agent) RemoteOverride() string {
-	data, err := os.ReadFile(filepath.Join(a.cfg.Home, "agents", a.ID, remoteFile))
+// none), read once by New: a new one takes a restart.
+func (a *Agent) RemoteOverride() string { return a.remoteOverride }
+
+func readRemoteOverride(cfg *Config, id string) string {
+	data, err := os.ReadFile(filepath.Join(cfg.Home, "agents", id, remoteFile))
 	if err != nil {
 		return ""
 	}

@@ -66,13 +66,19 @@ type SecretHold struct {
 func memPath(p string) string { return "/memories/" + p }
 
 func list(paths []string, max int) string {
+	return listEach(len(paths), max, func(i int) string { return memPath(paths[i]) })
+}
+
+// listEach joins the first max of n items (item i as item(i)) with ", ",
+// and "and N more" for the rest.
+func listEach(n, max int, item func(i int) string) string {
 	var shown []string
-	for i, p := range paths {
+	for i := 0; i < n; i++ {
 		if i == max {
-			shown = append(shown, fmt.Sprintf("and %d more", len(paths)-max))
+			shown = append(shown, fmt.Sprintf("and %d more", n-max))
 			break
 		}
-		shown = append(shown, memPath(p))
+		shown = append(shown, item(i))
 	}
 	return strings.Join(shown, ", ")
 }
@@ -121,30 +127,21 @@ func Build(st State, now time.Time) []Reminder {
 			len(st.HeldDeletes), list(st.HeldDeletes, 5), st.Agent)})
 	}
 	if len(st.SecretHeld) > 0 {
-		var files []string
-		for i, h := range st.SecretHeld {
-			if i == 5 {
-				files = append(files, fmt.Sprintf("and %d more", len(st.SecretHeld)-5))
-				break
-			}
-			files = append(files, fmt.Sprintf("%s (%s)", memPath(h.Path), h.Pattern))
-		}
+		files := listEach(len(st.SecretHeld), 5, func(i int) string {
+			return fmt.Sprintf("%s (%s)", memPath(st.SecretHeld[i].Path), st.SecretHeld[i].Pattern)
+		})
 		out = append(out, Reminder{KindSecretHeld, fmt.Sprintf(
 			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
-			strings.Join(files, ", "))})
+			files)})
 	}
 	if len(st.LimitExceeded) > 0 {
-		var files []string
-		for i, l := range st.LimitExceeded {
-			if i == 5 {
-				files = append(files, fmt.Sprintf("and %d more", len(st.LimitExceeded)-5))
-				break
-			}
-			files = append(files, fmt.Sprintf("%s (%d characters, limit %d)", memPath(l.Path), l.Size, l.Limit))
-		}
+		files := listEach(len(st.LimitExceeded), 5, func(i int) string {
+			l := st.LimitExceeded[i]
+			return fmt.Sprintf("%s (%d characters, limit %d)", memPath(l.Path), l.Size, l.Limit)
+		})
 		out = append(out, Reminder{KindLimitExceeded, fmt.Sprintf(
 			"Over the size limit set in its front matter: %s. Shorten it: keep what matters, drop the rest; the memory tool refuses writes past the limit.",
-			strings.Join(files, ", "))})
+			files)})
 	}
 	if len(st.HeldRemoteDeletes) > 0 {
 		out = append(out, Reminder{KindRemoteDeleteHeld, fmt.Sprintf(
