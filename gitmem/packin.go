@@ -3,7 +3,6 @@ package gitmem
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -79,30 +77,12 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}
 	pk.pack = f.Name()
 	defer f.Close()
-	n, err := io.Copy(f, demuxSideband(req.Capabilities, resp))
+	// Written and indexed in one pass, as it arrives (indexPack).
+	idx, sum, err := indexPack(demuxSideband(req.Capabilities, resp), f)
 	if err != nil {
 		return nil, fmt.Errorf("download pack: %w", err)
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("download pack: %w", packfile.ErrEmptyPackfile)
-	}
-
-	// Check and index it: the scanner verifies the trailing checksum.
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("index pack: %w", err)
-	}
-	iw := new(idxfile.Writer)
-	parser, err := packfile.NewParser(packfile.NewScanner(f), iw)
-	if err != nil {
-		return nil, fmt.Errorf("index pack: %w", err)
-	}
-	if pk.sum, err = parser.Parse(); err != nil {
-		return nil, fmt.Errorf("index pack: %w", err)
-	}
-	idx, err := iw.Index()
-	if err != nil {
-		return nil, fmt.Errorf("index pack: %w", err)
-	}
+	pk.sum = sum
 	xf, err := os.CreateTemp(dir, fetchTempPrefix+"idx_*")
 	if err != nil {
 		return nil, fmt.Errorf("index pack: %w", err)

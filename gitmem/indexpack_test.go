@@ -1,0 +1,185 @@
+package gitmem
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/memfsd/memfsd/internal/fixture"
+	"github.com/memfsd/memfsd/internal/sidebyside"
+)
+
+// packOf has git pack every object of the fixture repo at bare into one
+// pack, with OFS_DELTA bases (as upload-pack sends to go-git) or REF_DELTA.
+func packOf(t *testing.T, bare string, ofs bool) []byte {
+	t.Helper()
+	args := []string{"-C", bare, "pack-objects", "--stdout", "--all", "-q"}
+	if ofs {
+		args = append(args, "--delta-base-offset")
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git pack-objects: %v %s", err, errb.String())
+	}
+	return out.Bytes()
+}
+
+// gitIndex is what `git index-pack` writes for pack.
+func gitIndex(t *testing.T, pack []byte) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.pack")
+	if err := os.WriteFile(p, pack, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "index-pack", "-o", filepath.Join(dir, "p.idx"), p).CombinedOutput(); err != nil {
+		t.Fatalf("git index-pack: %v %s", err, out)
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, "p.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// ourIndex runs indexPack over pack and encodes the index.
+func ourIndex(t *testing.T, pack []byte) ([]byte, error) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "p.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	idx, _, err := indexPack(bytes.NewReader(pack), f)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := idxfile.NewEncoder(&buf).Encode(idx); err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(written, pack) {
+		t.Fatalf("the pack written (%d bytes) differs from the pack read (%d bytes)", len(written), len(pack))
+	}
+	return buf.Bytes(), nil
+}
+
+func TestIndexPack_SameIndexAsGit(t *testing.T) {
+	for _, fx := range []struct {
+		name   string
+		files  int
+		commit int
+	}{{"small", 20, 60}, {"f1000-c10000", 1000, 10000}} {
+		bare := fixtureBare(t, fx.files, fx.commit)
+		for _, ofs := range []bool{true, false} {
+			name := fx.name + "/ref-delta"
+			if ofs {
+				name = fx.name + "/ofs-delta"
+			}
+			t.Run(name, func(t *testing.T) {
+				pack := packOf(t, bare, ofs)
+				want := gitIndex(t, pack)
+				got, err := ourIndex(t, pack)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("our index (%d bytes) differs from git index-pack's (%d bytes)", len(got), len(want))
+				}
+			})
+		}
+	}
+}
+
+func TestIndexPack_RefusesDamage(t *testing.T) {
+	pack := packOf(t, fixtureBare(t, 20, 60), true)
+	cases := map[string][]byte{
+		"truncated":     pack[:len(pack)/2],
+		"bad trailer":   append(append([]byte{}, pack[:len(pack)-1]...), pack[len(pack)-1]^1),
+		"flipped byte":  flip(pack, len(pack)/3),
+		"junk after":    append(append([]byte{}, pack...), 'x'),
+		"not a pack":    []byte("HTTP/1.1 200 OK\r\n\r\n<html>"),
+		"wrong version": append([]byte("PACK\x00\x00\x00\x09"), pack[8:]...),
+	}
+	for name, bad := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ourIndex(t, bad); err == nil {
+				t.Fatal("a damaged pack was indexed")
+			} else if name != "truncated" && !errors.Is(err, errBadPack) {
+				t.Fatalf("error %v is not errBadPack", err)
+			}
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte{}, b...)
+	c[i] ^= 0x40
+	return c
+}
+
+// fixtureBare is fixture.Bare in testdata/repos, built once and reused.
+func fixtureBare(t *testing.T, files, commits int) string {
+	t.Helper()
+	bare, err := fixture.Bare(filepath.Join("..", "testdata", "repos"), files, commits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bare
+}
+
+// BenchmarkIndexPack indexes the 1k-file / 10k-commit pack with indexPack,
+// go-git's parser and `git index-pack`, side by side.
+func BenchmarkIndexPack(b *testing.B) {
+	bare, err := fixture.Bare(filepath.Join("..", "testdata", "repos"), 1000, 10000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("git", "-C", bare, "pack-objects", "--stdout", "--all", "-q", "--delta-base-offset")
+	cmd.Stdin = strings.NewReader("")
+	pack, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	pp := filepath.Join(dir, "p.pack")
+	os.WriteFile(pp, pack, 0o644)
+	var ours, gogit, cli []time.Duration
+	for i := 0; i < b.N; i++ {
+		f, _ := os.Create(filepath.Join(dir, "o.pack"))
+		t0 := time.Now()
+		if _, _, err := indexPack(bytes.NewReader(pack), f); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		f.Close()
+		iw := new(idxfile.Writer)
+		parser, _ := packfile.NewParser(packfile.NewScanner(bytes.NewReader(pack)), iw)
+		if _, err := parser.Parse(); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if out, err := exec.Command("git", "index-pack", "-o", filepath.Join(dir, "g.idx"), pp).CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
+		}
+		t3 := time.Now()
+		os.Remove(filepath.Join(dir, "g.idx"))
+		ours, gogit, cli = append(ours, t1.Sub(t0)), append(gogit, t2.Sub(t1)), append(cli, t3.Sub(t2))
+	}
+	b.ReportMetric(float64(sidebyside.Median(gogit).Microseconds())/1000, "gogit-ms")
+	sidebyside.Report(b, ours, cli)
+}
