@@ -57,18 +57,44 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 		}
 		return strings.Compare(x.Path, y.Path)
 	})
+	for _, c := range changes {
+		if _, err := cleanPath(c.Path); err != nil {
+			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", short(new), err)
+		}
+	}
 	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
 	if err != nil {
 		return err
 	}
+	touched := make(map[string]bool, len(changes))
+	if r.fresh && old.IsZero() {
+		if err := r.writeFresh(changes, ix); err != nil {
+			return err
+		}
+	} else if err := r.replaceFiles(changes, ix, touched); err != nil {
+		return err
+	}
+	ix.smudgeRacy(touched)
+	if err := lk.write(ix.encode(), false); err != nil {
+		return err
+	}
+	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(why)); err != nil {
+		return err
+	}
+	return lk.commit()
+}
+
+// replaceFiles brings the work tree from one tree to the next, change by
+// change, and records each in ix and touched.
+func (r *Repo) replaceFiles(changes []fileChange, ix *rawIndex, touched map[string]bool) error {
 	// Each file is checked and replaced in one step: the exchange returns
 	// exactly what it displaced, and anything other than the old or the new
 	// version is an agent's write that landed during the sync. It goes back
 	// in place, shows as modified, and the next commit takes it.
-	touched := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		touched[c.Path] = true
 		var got displaced
+		var err error
 		var st *syscall.Stat_t
 		if c.To.Hash.IsZero() {
 			got, err = r.takeWorkFile(c.Path)
@@ -95,12 +121,5 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 			ix.set(c.Path, c.To.Hash, c.To.Mode, st)
 		}
 	}
-	ix.smudgeRacy(touched)
-	if err := lk.write(ix.encode(), false); err != nil {
-		return err
-	}
-	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(why)); err != nil {
-		return err
-	}
-	return lk.commit()
+	return nil
 }

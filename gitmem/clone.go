@@ -44,6 +44,7 @@ func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo,
 	if err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
+	built.fresh = true
 	_, err = built.Pull(ctx)
 	built.Close()
 	if err != nil && !(opts.CreateIfMissing && errors.Is(err, transport.ErrRepositoryNotFound)) {

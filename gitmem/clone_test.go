@@ -3,11 +3,13 @@ package gitmem_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
@@ -96,4 +98,63 @@ func TestClone_FailedFirstCloneLeavesNothing(t *testing.T) {
 		t.Fatalf("left behind in the parent: %v", entries)
 	}
 	git(t, dir, "fsck", "--strict")
+}
+
+// TestClone_SameAsGitClone: memfsd's first clone (its own pack indexer and
+// bulk checkout) leaves what `git clone` leaves: the same refs, the same
+// index entries with stat data git trusts, the same files byte for byte
+// (an executable and a symbolic link among them), and a repository that
+// passes `git fsck --strict`.
+func TestClone_SameAsGitClone(t *testing.T) {
+	bare, err := fixture.Bare(fixtureDir(t), 1000, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gitserver.New(t, testToken)
+	dst := filepath.Join(srv.Root, "v1", "git", "same", "state.git")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	peer := cliClone(t, srv, "same")
+	writeFile(t, peer, "tools/run.sh", "#!/bin/sh\necho hi\n")
+	os.Chmod(filepath.Join(peer, "tools", "run.sh"), 0o755)
+	os.Symlink("../notes/d01/n00001.md", filepath.Join(peer, "tools", "latest.md"))
+	writeFile(t, peer, "a/b/c/deep.md", "deep\n")
+	git(t, peer, "add", "-A")
+	git(t, peer, "commit", "-q", "-m", "exec, symlink, deep")
+	git(t, peer, "push", "-q", "origin", "main")
+
+	ours := mustClone(t, srv, "same").Dir
+	theirs := cliClone(t, srv, "same")
+
+	for _, args := range [][]string{
+		{"symbolic-ref", "HEAD"},
+		{"rev-parse", "HEAD", "refs/heads/main", "refs/remotes/origin/main"},
+		{"ls-files", "--stage"},
+		{"ls-tree", "-r", "HEAD"},
+	} {
+		if a, b := git(t, ours, args...), git(t, theirs, args...); a != b {
+			t.Fatalf("git %v differs:\nmemfsd: %.300s\ngit clone: %.300s", args, a, b)
+		}
+	}
+	// Stat data git trusts: diff-files compares stat only (no refresh), so
+	// a wrong stat shows as a change here.
+	if out := git(t, ours, "diff-files"); out != "" {
+		t.Fatalf("git diff-files on memfsd's clone: %.300s", out)
+	}
+	if out := git(t, ours, "status", "--porcelain"); out != "" {
+		t.Fatalf("git status on memfsd's clone: %.300s", out)
+	}
+	if out, err := exec.Command("diff", "-r", "--no-dereference", "-x", ".git", ours, theirs).CombinedOutput(); err != nil {
+		t.Fatalf("work trees differ: %v %.500s", err, out)
+	}
+	for _, p := range []string{"tools/run.sh", "tools/latest.md", "notes/d07/n00007.md"} {
+		a, _ := os.Lstat(filepath.Join(ours, p))
+		b, _ := os.Lstat(filepath.Join(theirs, p))
+		if a == nil || b == nil || a.Mode().Type() != b.Mode().Type() || (a.Mode()&0o100) != (b.Mode()&0o100) {
+			t.Fatalf("%s: memfsd %v, git clone %v", p, a, b)
+		}
+	}
+	git(t, ours, "fsck", "--strict")
 }

@@ -164,7 +164,7 @@ func (ix *packIndexer) scan(src io.Reader, dst io.Writer) (int64, error) {
 		}
 		if !e.isDelta() {
 			e.typ = e.raw
-			e.hash = objectHash(e.typ, data)
+			e.hash = hashObject(e.typ, data)
 		}
 		if keep {
 			e.data = data
@@ -257,13 +257,6 @@ func inflateAll(zr io.Reader, size int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// objectHash is the object id of typ and data.
-func objectHash(typ plumbing.ObjectType, data []byte) plumbing.Hash {
-	h := plumbing.NewHasher(typ, int64(len(data)))
-	h.Write(data)
-	return h.Sum()
 }
 
 // resolve is pass two: every delta resolved and hashed, every entry's CRC
@@ -369,7 +362,7 @@ func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []i
 			return fmt.Errorf("%w: delta at %d: %v", errBadPack, e.off, err)
 		}
 		e.typ = ix.entries[base].typ
-		e.hash = objectHash(e.typ, target)
+		e.hash = hashObject(e.typ, target)
 		e.data = nil // the delta is spent
 		if err := ix.resolveKids(k, target, kids); err != nil {
 			return err

@@ -90,6 +90,10 @@ type Repo struct {
 	owner  *os.File // shared flock: see claim
 	log    *slog.Logger
 
+	// fresh: a clone being built in its own temporary folder, whose first
+	// checkout writes files in bulk (writeFresh).
+	fresh bool
+
 	flat     map[string]object.TreeEntry // files of flatTree (see flattenCommit)
 	flatTree plumbing.Hash
 

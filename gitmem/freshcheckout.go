@@ -1,0 +1,148 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// freshWriters is how many files a first checkout writes at once: creating
+// a file is kernel time, and two cores keep four creates in flight.
+const freshWriters = 4
+
+// writeFresh writes every file of a first checkout into a clone's own
+// temporary folder and records them in ix. Nothing else writes there (the
+// agent's folder is the clone's destination, not this one), so no file is
+// exchanged or compared: each is created in place, several at once, as
+// git clone does. Blobs are read on this goroutine (go-git's storage is
+// not safe for concurrent readers) and handed to the writers.
+func (r *Repo) writeFresh(changes []fileChange, ix *rawIndex) error {
+	dirs := map[string]bool{}
+	for _, c := range changes {
+		for d := path.Dir(c.Path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	slices.Sort(sorted) // a parent sorts before its children
+	for _, d := range sorted {
+		if err := os.Mkdir(filepath.Join(r.Dir, filepath.FromSlash(d)), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("checkout: %w", err)
+		}
+	}
+
+	type job struct {
+		i    int
+		data []byte
+	}
+	jobs := make(chan job, freshWriters*4)
+	stats := make([]*syscall.Stat_t, len(changes))
+	errs := make([]error, freshWriters)
+	var wg sync.WaitGroup
+	for w := 0; w < freshWriters; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if errs[w] != nil {
+					continue
+				}
+				c := changes[j.i]
+				stats[j.i], errs[w] = createWorkFile(filepath.Join(r.Dir, filepath.FromSlash(c.Path)), j.data, c.To.Mode)
+			}
+		}()
+	}
+	var readErr error
+	for _, i := range interleaveByDir(changes) {
+		c := changes[i]
+		data, err := r.objs.blob(c.To.Hash)
+		if err != nil {
+			readErr = err
+			break
+		}
+		jobs <- job{i, data}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(append(errs, readErr)...); err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	for i, c := range changes {
+		ix.set(c.Path, c.To.Hash, c.To.Mode, stats[i])
+	}
+	return nil
+}
+
+// createWorkFile creates the file (or symbolic link) at abs, which must not
+// exist, and returns its stat for the index.
+func createWorkFile(abs string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
+	if mode == filemode.Symlink {
+		if err := os.Symlink(string(data), abs); err != nil {
+			return nil, err
+		}
+		fi, err := os.Lstat(abs)
+		if err != nil {
+			return nil, err
+		}
+		return fi.Sys().(*syscall.Stat_t), nil
+	}
+	perm := os.FileMode(0o600)
+	if mode == filemode.Executable {
+		perm = 0o700
+	}
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	var st syscall.Stat_t
+	if err == nil {
+		err = syscall.Fstat(int(f.Fd()), &st)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// interleaveByDir orders the changes' indices so that neighbours are in
+// different folders: creating a file takes its folder's lock, so writers
+// working in one folder would only queue (measured: 300 ms for 1,000 files
+// in path order, 175 ms interleaved).
+func interleaveByDir(changes []fileChange) []int {
+	var groups [][]int
+	at := map[string]int{}
+	for i, c := range changes {
+		d := path.Dir(c.Path)
+		g, ok := at[d]
+		if !ok {
+			g = len(groups)
+			at[d] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	order := make([]int, 0, len(changes))
+	for k := 0; len(order) < len(changes); k++ {
+		for _, g := range groups {
+			if k < len(g) {
+				order = append(order, g[k])
+			}
+		}
+	}
+	return order
+}
