@@ -84,9 +84,9 @@ type Agent struct {
 	lastErr   *LastError
 	lastPush  time.Time
 	lastSync  time.Time
-	// lastRepack is touched by the sync loop only.
-	lastRepack time.Time
-	polling    bool
+	polling   bool
+	// repackC wakes the repack loop (which runs only with Background).
+	repackC chan struct{}
 
 	flushTimer *time.Timer
 	rescanC    chan struct{}
@@ -116,6 +116,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 		pending:  map[string]bool{},
 		rescanC:  make(chan struct{}, 1),
 		kick:     make(chan struct{}, 1),
+		repackC:  make(chan struct{}, 1),
 	}
 	a.done = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -147,9 +148,10 @@ func (a *Agent) Open(ctx context.Context) error {
 		a.recordErr(retry.Wrap("open "+a.ID, err), 1)
 		a.log.Error("open failed; retried by the sync loop", "err", err)
 	}
-	a.wg.Add(2)
+	a.wg.Add(3)
 	go a.commitLoop()
 	go a.syncLoop()
+	go a.repackLoop()
 	return nil
 }
 

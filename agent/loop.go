@@ -153,7 +153,6 @@ func (a *Agent) syncLoop() {
 			a.finished, a.last = gen, res
 			a.done.Broadcast()
 			a.mu.Unlock()
-			a.maybeRepack()
 		case <-pull:
 			a.turnOnce()
 		case <-cloneRetry:
@@ -261,19 +260,37 @@ func outcomeOf(err error, res *SyncResult) string {
 	return OutcomeClean
 }
 
-// repackEvery is how often, at most, the sync loop looks at the loose
-// objects after a turn.
-const repackEvery = time.Minute
+// repackLoop packs loose objects (and rolls small packs up) whenever a
+// commit finds enough of them written (repackSoon). It runs beside the
+// commit and sync loops: a repack reads and writes local files only, holds
+// the repo's lock for a re-read of the pack list and a few removals, and
+// never waits on the network, so neither writes nor syncs queue behind it.
+func (a *Agent) repackLoop() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.repackC:
+			repo := a.repository()
+			if repo == nil {
+				continue
+			}
+			if _, err := repo.Repack(gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) {
+				a.log.Warn("repack failed; the objects stay as they are (loose objects are as safe as packed ones)", "err", err)
+			}
+		}
+	}
+}
 
-// maybeRepack packs the loose objects when there are enough of them, in
-// the sync loop (never on a write's path; the repo's lock only briefly).
-func (a *Agent) maybeRepack() {
-	repo := a.repository()
-	if repo == nil || time.Since(a.lastRepack) < repackEvery {
+// repackSoon asks the repack loop for a repack when enough loose objects
+// piled up; requests coalesce. Called after commits.
+func (a *Agent) repackSoon(repo *gitmem.Repo) {
+	if repo == nil || !repo.RepackDue() {
 		return
 	}
-	a.lastRepack = time.Now()
-	if _, err := repo.Repack(gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) {
-		a.log.Warn("repack failed; the objects stay loose", "err", err)
+	select {
+	case a.repackC <- struct{}{}:
+	default:
 	}
 }

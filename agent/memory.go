@@ -50,6 +50,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 				Message: func(gitmem.PathView) string { return message },
 				Guard:   func(b *gitmem.Batch) ([]gitmem.Verdict, error) { return toolGuard(b, secrets) },
 			})
+			a.repackSoon(repo)
 			return err
 		},
 	}, nil

@@ -70,6 +70,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets, limits),
 		Keep:    a.keepRejected,
 	})
+	a.repackSoon(repo)
 	out.Committed = len(res.Commits)
 	for _, p := range res.Committed {
 		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {

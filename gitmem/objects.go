@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +44,8 @@ type objectStore struct {
 	// over and over.
 	commits map[plumbing.Hash]*object.Commit
 	spares  *spares
+	// looseSince counts loose objects written since the last repack began.
+	looseSince atomic.Int64
 }
 
 // commitTree returns the root tree of commit h.
@@ -198,6 +201,7 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	}
 	s.remember(h, nil)
 	s.written = append(s.written, path)
+	s.looseSince.Add(1)
 	return h, nil
 }
 

@@ -2,23 +2,26 @@ package gitmem
 
 import (
 	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // DefaultRepackLoose is how many loose objects make a repack worth it.
@@ -32,19 +35,30 @@ var ErrGCRunning = errors.New("a git gc is running (gc.pid)")
 
 // RepackResult says what Repack did.
 type RepackResult struct {
-	Packed int    // loose objects moved into the new pack
-	Pack   string // the new pack's name (empty when none was made)
+	Packed int      // loose objects moved into the new pack
+	Merged []string // older packs rolled into it
+	Pack   string   // the new pack's name (empty when none was made)
 }
 
-// Repack moves the loose objects into one new pack, as `git repack -d` of
-// loose objects does, so the object folder stays small over a long life.
-// It never holds the write lock while it reads and packs (loose objects
-// never change once written); only Reindex and the removal of the now
-// packed loose files take it, briefly. It honours git's gc.pid both ways:
-// a running `git gc` makes it skip (ErrGCRunning), and while it runs a
-// person's `git gc` waits. A crash at any point leaves every object loose,
-// packed, or both: the pack and its index are synced and renamed into
-// place (pack first, index last) before any loose file goes.
+// Repack keeps the object folder small and fast over a long life, as `git
+// repack -d --geometric=2` does: the loose objects (when there are at
+// least minLoose) and every pack that is not at least twice the size of
+// all smaller ones together go into one new pack, with deltas (go-git's
+// encoder, git's window of 10), so a thousand commits of a changing tree
+// cost what git gc would leave, not a full tree each. Pack sizes then form
+// a geometric series: O(log n) packs, and each object is rewritten
+// O(log n) times over its life.
+//
+// Nothing is ever dropped: every object of the rolled-up packs and every
+// loose object goes into the new pack, reachable or not (pruning is the
+// person's `git gc`). It never holds the write lock while it reads and
+// packs (loose objects and packs never change once written); only the
+// re-read of the pack list and the removal of what the new pack now holds
+// take it, briefly. It honours git's gc.pid both ways: a running `git gc`
+// makes it skip (ErrGCRunning), and while it runs a person's `git gc`
+// waits. A crash at any point leaves every object loose, packed, or both:
+// the pack and its index are synced and renamed into place (pack first,
+// index last) before anything goes.
 func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 	var res RepackResult
 	release, err := r.takeGCPID()
@@ -52,32 +66,34 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 		return res, err
 	}
 	defer release()
+	r.objs.looseSince.Store(0)
 	objDir := filepath.Join(r.GitDir, "objects")
 	loose, err := listLoose(objDir)
-	if err != nil || len(loose) < max(minLoose, 1) {
-		return res, err
-	}
-	packPath, idxPath, sum, err := writePack(objDir, loose, r.objs.sync)
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	name := "pack-" + hex.EncodeToString(sum)
-	final := filepath.Join(objDir, "pack", name)
-	if err := os.Rename(packPath, final+".pack"); err != nil {
-		os.Remove(packPath)
-		os.Remove(idxPath)
+	if len(loose) < max(minLoose, 1) {
+		loose = nil
+	}
+	packs, err := listPacks(filepath.Join(objDir, "pack"))
+	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	if err := os.Rename(idxPath, final+".idx"); err != nil {
-		os.Remove(idxPath)
+	merge := geometricRollUp(packs, len(loose))
+	if len(loose) == 0 && len(merge) < 2 {
+		return res, nil // nothing loose enough, and no packs out of series
+	}
+	objects := slices.Clone(loose)
+	for _, p := range merge {
+		objects = append(objects, p.objects...)
+	}
+	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	objects = slices.Compact(objects)
+	name, err := r.writeDeltaPack(objDir, objects)
+	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	if r.objs.sync {
-		if err := syncDir(filepath.Join(objDir, "pack")); err != nil {
-			return res, fmt.Errorf("repack: %w", err)
-		}
-	}
-	// Only now, and only for objects the new pack holds, the loose copies go.
+	// Only now, and only what the new pack holds, goes.
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st.ObjectStorage.Reindex()
@@ -89,9 +105,184 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 			res.Packed++
 		}
 	}
+	for _, p := range merge {
+		if p.name == name {
+			continue // the same objects packed the same way: it is the new pack
+		}
+		base := filepath.Join(objDir, "pack", p.name)
+		// The index first: without it git and go-git no longer see the pack.
+		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap"} {
+			_ = os.Remove(base + ext)
+		}
+		res.Merged = append(res.Merged, p.name)
+	}
+	r.st.ObjectStorage.Reindex()
 	res.Pack = name
-	r.log.Info("repacked loose objects", "objects", res.Packed, "pack", name)
+	r.log.Info("repacked", "loose", res.Packed, "packs_merged", len(res.Merged), "objects", len(objects), "pack", name)
 	return res, nil
+}
+
+// RepackDue reports whether enough loose objects (DefaultRepackLoose) were
+// written since the repo was opened or last repacked to make a Repack
+// worth it. Cheap: for a commit path to ask after every commit.
+func (r *Repo) RepackDue() bool {
+	return r.objs.looseSince.Load() >= DefaultRepackLoose
+}
+
+// packInfo is one pack of objects/pack, read from its index.
+type packInfo struct {
+	name    string // pack-<checksum>
+	objects []plumbing.Hash
+}
+
+// listPacks reads every pack's object list from its index. A pack with a
+// .keep file is left out (git's convention: never repacked).
+func listPacks(packDir string) ([]packInfo, error) {
+	entries, err := os.ReadDir(packDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []packInfo
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || !strings.HasPrefix(base, "pack-") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(packDir, base+".keep")); err == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(packDir, base+".pack")); err != nil {
+			continue
+		}
+		objs, err := readIdxNames(filepath.Join(packDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		out = append(out, packInfo{name: base, objects: objs})
+	}
+	return out, nil
+}
+
+// readIdxNames lists the object ids in a version 2 pack index.
+func readIdxNames(path string) ([]plumbing.Hash, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	const head = 8 + 256*4
+	if len(data) < head || !bytes.Equal(data[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return nil, errors.New("not a version 2 pack index")
+	}
+	n := int(binary.BigEndian.Uint32(data[head-4 : head]))
+	if len(data) < head+n*20 {
+		return nil, errors.New("truncated pack index")
+	}
+	out := make([]plumbing.Hash, n)
+	for i := range out {
+		copy(out[i][:], data[head+i*20:])
+	}
+	return out, nil
+}
+
+// geometricRollUp picks the packs to merge with loose new objects, as
+// `git repack --geometric=2` would: from the smallest up, every pack with
+// fewer than twice the objects of everything below it (the loose objects
+// included). Fewer than two packs and no loose objects merge nothing.
+func geometricRollUp(packs []packInfo, loose int) []packInfo {
+	sorted := slices.Clone(packs)
+	slices.SortStableFunc(sorted, func(a, b packInfo) int { return len(a.objects) - len(b.objects) })
+	sum := loose
+	var merge []packInfo
+	for _, p := range sorted {
+		if sum > 0 && len(p.objects) >= 2*sum {
+			break
+		}
+		merge = append(merge, p)
+		sum += len(p.objects)
+	}
+	if loose == 0 && len(merge) < 2 {
+		return nil
+	}
+	return merge
+}
+
+// writeDeltaPack packs objects (loose or packed) with deltas into a new
+// pack and index, synced and renamed into place, and returns its name. It
+// reads through a storage of its own, so it needs no lock: objects never
+// change once written.
+func (r *Repo) writeDeltaPack(objDir string, objects []plumbing.Hash) (string, error) {
+	st := filesystem.NewStorage(osfs.New(r.GitDir), cache.NewObjectLRU(32<<20))
+	defer st.Close()
+	packDir := filepath.Join(objDir, "pack")
+	pf, err := os.CreateTemp(packDir, "tmp_pack_")
+	if err != nil {
+		return "", err
+	}
+	defer pf.Close()
+	pr, pw := io.Pipe()
+	var encErr error
+	go func() {
+		_, encErr = packfile.NewEncoder(pw, st, false).Encode(objects, 10)
+		pw.CloseWithError(encErr)
+	}()
+	idx, sum, err := indexPack(pr, pf)
+	pr.CloseWithError(errors.New("repack: index stopped"))
+	if err != nil {
+		os.Remove(pf.Name())
+		if encErr != nil {
+			return "", encErr
+		}
+		return "", err
+	}
+	if n, _ := idx.Count(); n != int64(len(objects)) {
+		os.Remove(pf.Name())
+		return "", fmt.Errorf("the new pack holds %d objects, not %d", n, len(objects))
+	}
+	var buf bytes.Buffer
+	if _, err := idxfile.NewEncoder(&buf).Encode(idx); err != nil {
+		os.Remove(pf.Name())
+		return "", err
+	}
+	name := "pack-" + sum.String()
+	final := filepath.Join(packDir, name)
+	if err := publishPack(pf, buf.Bytes(), final, r.objs.sync); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// publishPack makes the written pack file and its index bytes part of the
+// object store under final(.pack|.idx): synced when sync, read-only as git
+// leaves packs, the pack renamed first and the index (which makes git see
+// it) last. A pack of the same name already there is the same pack.
+func publishPack(pf *os.File, idx []byte, final string, sync bool) error {
+	fail := func(err error) error {
+		os.Remove(pf.Name())
+		return err
+	}
+	if sync {
+		if err := pf.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := pf.Chmod(0o444); err != nil {
+		return fail(err)
+	}
+	if _, err := os.Lstat(final + ".pack"); err == nil {
+		os.Remove(pf.Name())
+	} else if err := os.Rename(pf.Name(), final+".pack"); err != nil {
+		return fail(err)
+	}
+	if _, err := os.Lstat(final + ".idx"); err == nil {
+		return nil
+	}
+	if err := atomicfile.Write(final+".idx", idx, 0o444, sync); err != nil {
+		return err
+	}
+	if sync {
+		return syncDir(filepath.Dir(final))
+	}
+	return nil
 }
 
 // takeGCPID creates .git/gc.pid as git gc does ("<pid> <host>"), or fails
@@ -153,144 +344,4 @@ func parseHex(s string) (plumbing.Hash, bool) {
 	}
 	copy(h[:], b)
 	return h, true
-}
-
-// readLoose inflates a loose object: its type and content.
-func readLoose(path string) (plumbing.ObjectType, []byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer f.Close()
-	zr, err := zlib.NewReader(f)
-	if err != nil {
-		return 0, nil, err
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return 0, nil, err
-	}
-	header, data, ok := bytes.Cut(raw, []byte{0})
-	typ, size, ok2 := strings.Cut(string(header), " ")
-	n, err := strconv.Atoi(size)
-	if !ok || !ok2 || err != nil || n != len(data) {
-		return 0, nil, fmt.Errorf("object %s: bad header", path)
-	}
-	t, err := plumbing.ParseObjectType(typ)
-	return t, data, err
-}
-
-// writePack writes the objects (whole, no deltas) as a version 2 pack and
-// its version 2 index under temporary names in objects/pack, synced when
-// sync, and returns their paths and the pack's checksum.
-func writePack(objDir string, hashes []plumbing.Hash, sync bool) (string, string, []byte, error) {
-	packDir := filepath.Join(objDir, "pack")
-	pf, err := os.CreateTemp(packDir, "tmp_pack_")
-	if err != nil {
-		return "", "", nil, err
-	}
-	fail := func(err error) (string, string, []byte, error) {
-		pf.Close()
-		os.Remove(pf.Name())
-		return "", "", nil, err
-	}
-	sum := sha1.New()
-	w := io.MultiWriter(pf, sum)
-	var head [12]byte
-	copy(head[:], "PACK")
-	binary.BigEndian.PutUint32(head[4:], 2)
-	binary.BigEndian.PutUint32(head[8:], uint32(len(hashes)))
-	if _, err := w.Write(head[:]); err != nil {
-		return fail(err)
-	}
-	offsets := make([]uint32, len(hashes))
-	crcs := make([]uint32, len(hashes))
-	off := uint64(len(head))
-	var entry bytes.Buffer
-	for i, h := range hashes {
-		t, data, err := readLoose(filepath.Join(objDir, h.String()[:2], h.String()[2:]))
-		if err != nil {
-			return fail(err)
-		}
-		if hashObject(t, data) != h {
-			return fail(fmt.Errorf("object %s: content does not match its name", h))
-		}
-		entry.Reset()
-		size := uint64(len(data))
-		b := byte(t)<<4 | byte(size&0x0f)
-		size >>= 4
-		for size > 0 {
-			entry.WriteByte(b | 0x80)
-			b = byte(size & 0x7f)
-			size >>= 7
-		}
-		entry.WriteByte(b)
-		zw := zlib.NewWriter(&entry)
-		zw.Write(data)
-		zw.Close()
-		if off > 0x7fffffff {
-			return fail(errors.New("pack over 2 GiB"))
-		}
-		offsets[i], crcs[i] = uint32(off), crc32.ChecksumIEEE(entry.Bytes())
-		if _, err := w.Write(entry.Bytes()); err != nil {
-			return fail(err)
-		}
-		off += uint64(entry.Len())
-	}
-	packSum := sum.Sum(nil)
-	if _, err := pf.Write(packSum); err != nil {
-		return fail(err)
-	}
-	if sync {
-		if err := pf.Sync(); err != nil {
-			return fail(err)
-		}
-	}
-	if err := pf.Close(); err != nil {
-		os.Remove(pf.Name())
-		return "", "", nil, err
-	}
-
-	// The index: fanout, names, CRCs, offsets, pack checksum, own checksum.
-	var idx bytes.Buffer
-	idx.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
-	var fan [256]uint32
-	for _, h := range hashes {
-		for b := int(h[0]); b < 256; b++ {
-			fan[b]++
-		}
-	}
-	for _, n := range fan {
-		binary.Write(&idx, binary.BigEndian, n)
-	}
-	for _, h := range hashes {
-		idx.Write(h[:])
-	}
-	for _, c := range crcs {
-		binary.Write(&idx, binary.BigEndian, c)
-	}
-	for _, o := range offsets {
-		binary.Write(&idx, binary.BigEndian, o)
-	}
-	idx.Write(packSum)
-	idxSum := sha1.Sum(idx.Bytes())
-	idx.Write(idxSum[:])
-	xf, err := os.CreateTemp(packDir, "tmp_idx_")
-	if err != nil {
-		os.Remove(pf.Name())
-		return "", "", nil, err
-	}
-	_, err = xf.Write(idx.Bytes())
-	if err == nil && sync {
-		err = xf.Sync()
-	}
-	if cerr := xf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(pf.Name())
-		os.Remove(xf.Name())
-		return "", "", nil, err
-	}
-	return pf.Name(), xf.Name(), packSum, nil
 }

@@ -154,3 +154,75 @@ func TestRepo_RepackKilled(t *testing.T) {
 	}
 	git(t, r.Dir, "fsck", "--strict")
 }
+
+// TestRepo_RepackGeometric: repack after every few commits of a changing
+// tree keeps O(log n) packs, keeps every object (an unreachable one too),
+// and with deltas stays within 2x of what `git gc --aggressive` leaves.
+func TestRepo_RepackGeometric(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "geo")
+	lost := filepath.Join(t.TempDir(), "stray.txt")
+	os.WriteFile(lost, []byte("nobody points at me\n"), 0o600)
+	unreachable := git(t, r.Dir, "hash-object", "-w", lost)
+	const rounds, per = 24, 15
+	for round := 0; round < rounds; round++ {
+		for i := 0; i < per; i++ {
+			// 40 notes rewritten in turn: trees change on every commit.
+			p := fmt.Sprintf("notes/d%d/n%02d.md", i%4, (round*per+i)%40)
+			writeFile(t, r.Dir, p, fmt.Sprintf("note %d, round %d\n%s", i, round, strings.Repeat("memory line\n", 20)))
+			if _, err := r.CommitWrite([]string{p}, "memory: update "+p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.Repack(1); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	packs, _ := filepath.Glob(filepath.Join(r.GitDir, "objects", "pack", "*.pack"))
+	total := 0
+	for _, l := range strings.Split(git(t, r.Dir, "count-objects", "-v"), "\n") {
+		if v, ok := strings.CutPrefix(l, "in-pack: "); ok {
+			total, _ = strconv.Atoi(v)
+		}
+	}
+	if limit := bitsLen(total) + 1; len(packs) > limit {
+		t.Fatalf("%d packs for %d objects (want at most %d)", len(packs), total, limit)
+	}
+	if looseCount(t, r.Dir) != 0 {
+		t.Fatalf("%d loose objects left", looseCount(t, r.Dir))
+	}
+	git(t, r.Dir, "fsck", "--strict")
+	git(t, r.Dir, "cat-file", "-e", unreachable)
+	if n := git(t, r.Dir, "rev-list", "--count", "HEAD"); n != strconv.Itoa(rounds*per) {
+		t.Fatalf("%s commits reachable, want %d", n, rounds*per)
+	}
+	ours := packBytes(t, r.GitDir)
+	cp := filepath.Join(t.TempDir(), "copy")
+	git(t, "", "clone", "-q", "--bare", "--no-local", r.Dir, cp)
+	git(t, cp, "gc", "-q", "--aggressive", "--prune=now")
+	theirs := packBytes(t, cp)
+	t.Logf("%d packs, %d objects: %d bytes; git gc --aggressive: %d bytes (%.2fx)", len(packs), total, ours, theirs, float64(ours)/float64(theirs))
+	if ours > 2*theirs {
+		t.Fatalf("packs take %d bytes, over twice git gc --aggressive's %d", ours, theirs)
+	}
+}
+
+func bitsLen(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
+}
+
+// packBytes is the size of every pack and index in gitDir.
+func packBytes(t *testing.T, gitDir string) int64 {
+	files, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*"))
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}

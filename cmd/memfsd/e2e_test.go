@@ -255,3 +255,42 @@ func TestRun_EditorRenameIsOneWrite(t *testing.T) {
 		t.Fatalf("temp file committed: %s", files)
 	}
 }
+
+// TestRun_WritesRepackWithoutTurns: memory writes alone (no turn, no push)
+// get their loose objects packed in the background, every commit kept.
+func TestRun_WritesRepackWithoutTurns(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "rp", "--log-level", "warn")
+	dir := memDir(home, "rp")
+	before := commitCount(t, dir, "HEAD")
+	const n = 300
+	for i := 0; i < n; i++ {
+		var res struct {
+			IsError bool `json:"is_error"`
+		}
+		body := fmt.Sprintf(`{"command":"create","path":"/memories/notes/d%d/n%03d.md","file_text":"note %d\n"}`, i%7, i, i)
+		if code, err := p.call("POST", "/v1/agents/rp/memory", body, &res); err != nil || code != 200 || res.IsError {
+			t.Fatalf("write %d: %d %v %+v", i, code, err, res)
+		}
+	}
+	objects := func() (loose, packed int) {
+		for _, l := range strings.Split(git(t, dir, "count-objects", "-v"), "\n") {
+			if v, ok := strings.CutPrefix(l, "count: "); ok {
+				fmt.Sscan(v, &loose)
+			}
+			if v, ok := strings.CutPrefix(l, "in-pack: "); ok {
+				fmt.Sscan(v, &packed)
+			}
+		}
+		return
+	}
+	waitFor(t, 30*time.Second, "the loose objects packed", func() bool { l, _ := objects(); return l < 512 })
+	if l, pk := objects(); pk < n*3 {
+		t.Fatalf("%d objects packed, %d loose, after %d writes", pk, l, n)
+	}
+	if c := commitCount(t, dir, "HEAD"); c != before+n {
+		t.Fatalf("%d commits, want %d", c-before, n)
+	}
+	git(t, dir, "fsck", "--strict")
+}
