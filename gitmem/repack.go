@@ -61,6 +61,7 @@ type RepackResult struct {
 // index last) before anything goes.
 func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 	var res RepackResult
+	began := time.Now()
 	release, err := r.takeGCPID()
 	if err != nil {
 		return res, err
@@ -93,18 +94,12 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	// Only now, and only what the new pack holds, goes.
+	// Only now, and only what the new pack holds (writeDeltaPack checked
+	// every object is in its index), goes. Under mu, briefly: memfsd's
+	// storage learns the new pack list, and the rolled-up packs go (a
+	// lookup must never find a pack listed but gone).
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.st.ObjectStorage.Reindex()
-	for _, h := range loose {
-		if r.st.HasEncodedObject(h) != nil {
-			continue // not readable from the pack: keep the loose copy
-		}
-		if err := os.Remove(r.objs.loosePath(h)); err == nil {
-			res.Packed++
-		}
-	}
 	for _, p := range merge {
 		if p.name == name {
 			continue // the same objects packed the same way: it is the new pack
@@ -117,8 +112,17 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 		res.Merged = append(res.Merged, p.name)
 	}
 	r.st.ObjectStorage.Reindex()
+	r.mu.Unlock()
+	// The loose copies go without the lock (hundreds of unlinks would
+	// stall writes): a reader that misses one finds it in the new pack,
+	// which every reader already sees.
+	for _, h := range loose {
+		if err := os.Remove(r.objs.loosePath(h)); err == nil {
+			res.Packed++
+		}
+	}
 	res.Pack = name
-	r.log.Info("repacked", "loose", res.Packed, "packs_merged", len(res.Merged), "objects", len(objects), "pack", name)
+	r.log.Info("repacked", "loose", res.Packed, "packs_merged", len(res.Merged), "objects", len(objects), "pack", name, "took", time.Since(began).Round(time.Millisecond))
 	return res, nil
 }
 
@@ -237,6 +241,12 @@ func (r *Repo) writeDeltaPack(objDir string, objects []plumbing.Hash) (string, e
 	if n, _ := idx.Count(); n != int64(len(objects)) {
 		os.Remove(pf.Name())
 		return "", fmt.Errorf("the new pack holds %d objects, not %d", n, len(objects))
+	}
+	for _, h := range objects {
+		if ok, _ := idx.Contains(h); !ok {
+			os.Remove(pf.Name())
+			return "", fmt.Errorf("the new pack lacks object %s", h)
+		}
 	}
 	var buf bytes.Buffer
 	if _, err := idxfile.NewEncoder(&buf).Encode(idx); err != nil {

@@ -17,6 +17,7 @@ go test -run '^$' -bench 'BenchmarkCommitWrite' -benchtime "${N}x" -timeout 60m 
 go test -run '^$' -bench 'BenchmarkPush' -benchtime "${P}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkClone' -benchtime "${C}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkAPIWrite|BenchmarkTurn' -benchtime "${N}x" -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkLongLife' -benchtime 1x -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
 agents=$(scripts/bench-agents.sh)
 
 echo
@@ -43,6 +44,13 @@ awk '
     else { op = "turn: write + push"; cli = "the same + git push" }
   }
   printf "| %s | %s | %.2f ms | %.2f ms (%s) | %.3f (1/%.1f) |\n", op, repo, m, c, cli, r, 1/r
+}' "$out"
+echo
+echo "| long life (W=${W:-10000} writes through the API, no turns) | first 100 (median) | last 100 | last ÷ first | .git ÷ after git gc --aggressive | objects ÷ |"
+echo "|---|---|---|---|---|---|"
+awk '/^BenchmarkLongLife/ {
+  for (i = 2; i <= NF; i++) { if ($i == "first100-ms") f=$(i-1); if ($i == "last100-ms") l=$(i-1); if ($i == "write-ratio") w=$(i-1); if ($i == "git-size-ratio") g=$(i-1); if ($i == "objects-size-ratio") o=$(i-1) }
+  printf "| one agent, 200 files | %.2f ms | %.2f ms | %.2f | %.2f | %.2f |\n", f, l, w, g, o
 }' "$out"
 echo
 echo "| scale | start-up | memory | idle |"
