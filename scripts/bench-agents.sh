@@ -13,7 +13,7 @@ go build -o "$work/memfsd" ./cmd/memfsd
 args=()
 for i in $(seq -w 1 "$N"); do args+=(--agent "agent-$i"); done
 start=$(date +%s.%N)
-"$work/memfsd" run --home "$work/home" --log-level warn "${args[@]}" 2>"$work/log" &
+"$work/memfsd" run --home "$work/home" --log-level warn ${EXTRA:-} "${args[@]}" 2>"$work/log" &
 pid=$!
 until curl -sf --unix-socket "$work/home/memfsd.sock" http://memfsd/healthz >/dev/null 2>&1; do
   kill -0 $pid 2>/dev/null || { cat "$work/log"; exit 1; }
