@@ -44,9 +44,9 @@ const spareWarm = 16
 
 func newSpares(gitDir string) *spares {
 	return &spares{
-		dir:    filepath.Join(gitDir, "memfsd", "spare"),
-		kick:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		dir:  filepath.Join(gitDir, "memfsd", "spare"),
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 }
 
