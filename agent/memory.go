@@ -37,6 +37,8 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 		Dir:     a.Dir(),
 		Secrets: secrets,
 		Mu:      &a.writeMu,
+		// The commit's syncfs hardens the tool's file writes too.
+		CommitHardens: true,
 		// The tool checks the files it reads; the commit checks again
 		// against HEAD, under the pipeline's lock: a block the agent
 		// unlocked on disk behind the tool's back is still read-only.
@@ -44,13 +46,16 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 			if trailer != "" {
 				message = strings.TrimRight(message, "\n") + "\n\n" + trailer
 			}
-			_, err := repo.Commit(gitmem.CommitRequest{
+			res, err := repo.Commit(gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,
 				Message: func(gitmem.PathView) string { return message },
 				Guard:   func(b *gitmem.Batch) ([]gitmem.Verdict, error) { return toolGuard(b, secrets) },
 			})
 			a.repackSoon(repo)
+			if err == nil && len(res.Commits) == 0 {
+				err = repo.SyncFiles() // nothing to commit: harden the write itself
+			}
 			return err
 		},
 	}, nil

@@ -278,16 +278,27 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			return res, err
 		}
 	}
-	if err := r.objs.flush(); err != nil {
-		return res, err
+	// The ref's new value and the index are written under their locks,
+	// then one syncfs hardens them with the new objects, and only then do
+	// they move into place: a ref never points at an object a power cut
+	// can lose, for one flush per commit.
+	var ref *refUpdate
+	if tip != parent {
+		ref, err = prepareRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage)))
+		if err != nil {
+			return res, err
+		}
+		defer ref.rollback()
 	}
-
 	ix.smudgeRacy(touched)
 	if err := lk.write(ix.encode(), false); err != nil {
 		return res, err
 	}
-	if tip != parent {
-		if err := casRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage))); err != nil {
+	if err := r.objs.flush(ref != nil); err != nil {
+		return res, err
+	}
+	if ref != nil {
+		if err := ref.commit(false); err != nil {
 			return res, err
 		}
 		res.Head = tip

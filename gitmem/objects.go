@@ -210,9 +210,11 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 // object file and the folders naming them at once: on a quiet filesystem it
 // costs about one fsync, where an fsync per object and per folder cost one
 // each.
-func (s *objectStore) flush() error {
+// With always, it syncs even when no object was written (a ref's new
+// value waits on it).
+func (s *objectStore) flush(always bool) error {
 	defer func() { s.written = s.written[:0]; clear(s.dirs) }()
-	if len(s.written) == 0 {
+	if len(s.written) == 0 && !always {
 		return nil
 	}
 	return s.syncAll()
@@ -235,6 +237,11 @@ func (s *objectStore) syncAll() error {
 	}
 	return nil
 }
+
+// SyncFiles makes every file written so far on the repository's
+// filesystem durable (one syncfs), for a writer whose file was not followed
+// by a commit. A no-op with fsync off.
+func (r *Repo) SyncFiles() error { return r.objs.syncAll() }
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
