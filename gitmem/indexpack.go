@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"bufio"
+	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -39,6 +41,20 @@ import (
 // keepBudget bounds the inflated bytes pass one keeps for pass two.
 const keepBudget = 128 << 20
 
+// Limits on what a pack may ask of memory, whatever its header says: a
+// broken or hostile server must get an error, never crash the daemon that
+// serves every agent.
+const (
+	// maxObjectSize is the largest object (or delta) memfsd accepts: far
+	// above any memory file, far below what would exhaust the machine.
+	maxObjectSize = 256 << 20
+	// maxDeltaDepth is the longest delta chain (git's own maximum is 4095).
+	maxDeltaDepth = 4096
+	// maxChainBytes bounds the content one chain walk keeps alive at once
+	// (each level's result is the base of the next).
+	maxChainBytes = 1 << 30
+)
+
 // errBadPack marks a pack that is malformed (as opposed to one that could
 // not be read or written).
 var errBadPack = errors.New("malformed pack")
@@ -63,6 +79,7 @@ func (e *packEntry) isDelta() bool {
 // packIndexer holds what both passes share.
 type packIndexer struct {
 	entries  []packEntry
+	claimed  []atomic.Bool // pass two: the worker that resolves each entry
 	refBases []plumbing.Hash
 	kept     int64
 	file     []byte // the pack, mapped, for pass two
@@ -141,9 +158,11 @@ func (ix *packIndexer) scan(src io.Reader, dst io.Writer) (int64, error) {
 	if count == 0 {
 		return 0, packfile.ErrEmptyPackfile
 	}
-	ix.entries = make([]packEntry, count)
+	// Grown as entries arrive: the header's count is the sender's claim.
+	ix.entries = make([]packEntry, 0, min(count, 1<<16))
 	var zr io.ReadCloser
-	for i := range ix.entries {
+	for i := 0; i < int(count); i++ {
+		ix.entries = append(ix.entries, packEntry{})
 		e := &ix.entries[i]
 		if err := ix.readHeader(in, e, i); err != nil {
 			return 0, err
@@ -202,6 +221,9 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 		size |= int64(b&0x7f) << shift
 	}
 	e.size = size
+	if size > maxObjectSize {
+		return fmt.Errorf("%w: the object at %d declares %d bytes, over the %d MiB limit for one object", errBadPack, e.off, size, maxObjectSize>>20)
+	}
 	switch e.raw {
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 	case plumbing.OFSDeltaObject:
@@ -238,12 +260,17 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 }
 
 // inflateAll reads a zlib stream that must hold exactly size bytes, to its
-// end (so its checksum is read and checked too).
+// end (so its checksum is read and checked too). Memory grows with what
+// actually inflates, not with the declared size.
 func inflateAll(zr io.Reader, size int64) ([]byte, error) {
-	data := make([]byte, size)
-	if _, err := io.ReadFull(zr, data); err != nil {
+	data := make([]byte, 0, min(size, 64<<10))
+	buf := bytes.NewBuffer(data)
+	if n, err := buf.ReadFrom(io.LimitReader(zr, size)); err != nil {
 		return nil, err
+	} else if n != size {
+		return nil, fmt.Errorf("%d bytes inflated, %d declared", n, size)
 	}
+	data = buf.Bytes()
 	var one [1]byte
 	for {
 		n, err := zr.Read(one[:])
@@ -306,8 +333,12 @@ func (ix *packIndexer) resolve() error {
 		return k
 	}
 
-	// Each base's chain on one worker: a delta has one base, so each entry
-	// is written by one goroutine only.
+	// Each base's chain on one worker. An entry is resolved by the worker
+	// that claims it first: a delta has one base, but a pack may hold an
+	// object twice (both copies would reach its REF_DELTA children) or a
+	// delta whose result is its own base's id (a loop): the claim makes
+	// each entry resolved once, and a loop ends.
+	ix.claimed = make([]atomic.Bool, n)
 	work := make(chan int32)
 	errs := make(chan error, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -322,7 +353,7 @@ func (ix *packIndexer) resolve() error {
 				}
 				data, err := ix.content(root)
 				if err == nil {
-					err = ix.resolveKids(root, data, kids)
+					err = ix.resolveKids(root, data, kids, 1, int64(len(data)))
 				}
 				failed = err
 			}
@@ -349,13 +380,23 @@ func (ix *packIndexer) resolve() error {
 }
 
 // resolveKids applies every delta on base (whose content is data), hashes
-// the result and goes on down each chain.
-func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []int32) error {
+// the result and goes on down each chain; depth and live count the chain
+// so far (levels, bytes kept alive).
+func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []int32, depth int, live int64) error {
+	if depth > maxDeltaDepth || live > maxChainBytes {
+		return fmt.Errorf("%w: a delta chain deeper than %d or holding over %d MiB, from the object at %d", errBadPack, maxDeltaDepth, maxChainBytes>>20, ix.entries[base].off)
+	}
 	for _, k := range kids(base) {
+		if !ix.claimed[k].CompareAndSwap(false, true) {
+			continue // resolved by another copy of its base, or a loop
+		}
 		e := &ix.entries[k]
 		delta, err := ix.content(k)
 		if err != nil {
 			return err
+		}
+		if sz, _ := deltaTargetSize(delta); sz > maxObjectSize {
+			return fmt.Errorf("%w: the delta at %d makes %d bytes, over the %d MiB limit for one object", errBadPack, e.off, sz, maxObjectSize>>20)
 		}
 		target, err := packfile.PatchDelta(data, delta)
 		if err != nil {
@@ -364,11 +405,34 @@ func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []i
 		e.typ = ix.entries[base].typ
 		e.hash = hashObject(e.typ, target)
 		e.data = nil // the delta is spent
-		if err := ix.resolveKids(k, target, kids); err != nil {
+		if err := ix.resolveKids(k, target, kids, depth+1, live+int64(len(target))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deltaTargetSize reads the result size from a delta's header (after the
+// base size); ok false when the header is cut short.
+func deltaTargetSize(delta []byte) (int64, bool) {
+	i := 0
+	var sizes [2]int64
+	for n := range sizes {
+		var shift uint
+		for {
+			if i >= len(delta) || shift > 56 {
+				return 0, false
+			}
+			b := delta[i]
+			i++
+			sizes[n] |= int64(b&0x7f) << shift
+			shift += 7
+			if b&0x80 == 0 {
+				break
+			}
+		}
+	}
+	return sizes[1], true
 }
 
 // content is entry i's inflated data: kept by pass one, or inflated again

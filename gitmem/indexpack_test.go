@@ -2,6 +2,9 @@ package gitmem
 
 import (
 	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/memfsd/memfsd/internal/fixture"
@@ -182,4 +186,124 @@ func BenchmarkIndexPack(b *testing.B) {
 	}
 	b.ReportMetric(float64(sidebyside.Median(gogit).Microseconds())/1000, "gogit-ms")
 	sidebyside.Report(b, ours, cli)
+}
+
+// Hostile packs: a broken or malicious server gets an error (or a correct
+// index), never a crash, a hang or a data race in the daemon that serves
+// every agent.
+
+func zlibOf(b []byte) []byte {
+	var buf bytes.Buffer
+	w := zlib.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+func entryHeader(typ int, size int64) []byte {
+	b := byte(typ<<4) | byte(size&0x0f)
+	size >>= 4
+	var out []byte
+	for size > 0 {
+		out = append(out, b|0x80)
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	return append(out, b)
+}
+
+func leb(n int) []byte {
+	var out []byte
+	for {
+		b := byte(n & 0x7f)
+		if n >>= 7; n == 0 {
+			return append(out, b)
+		}
+		out = append(out, b|0x80)
+	}
+}
+
+func craftPack(count uint32, body []byte) []byte {
+	var p bytes.Buffer
+	p.WriteString("PACK")
+	binary.Write(&p, binary.BigEndian, uint32(2))
+	binary.Write(&p, binary.BigEndian, count)
+	p.Write(body)
+	sum := sha1.Sum(p.Bytes())
+	p.Write(sum[:])
+	return p.Bytes()
+}
+
+// literalDelta is a delta from a base of baseLen bytes to out (inserted
+// literally, out shorter than 128 bytes).
+func literalDelta(baseLen int, out []byte) []byte {
+	d := append(leb(baseLen), leb(len(out))...)
+	return append(append(d, byte(len(out))), out...)
+}
+
+func TestIndexPack_Hostile(t *testing.T) {
+	hello := []byte("hello")
+	helloID := hashObject(plumbing.BlobObject, hello)
+	blob := append(entryHeader(3, 5), zlibOf(hello)...)
+
+	t.Run("delta whose result is its own base", func(t *testing.T) {
+		d := literalDelta(5, hello)
+		body := append(append(append([]byte{}, blob...), entryHeader(7, int64(len(d)))...), helloID[:]...)
+		body = append(body, zlibOf(d)...)
+		if _, err := ourIndex(t, craftPack(2, body)); err != nil && !errors.Is(err, errBadPack) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("object count of four billion", func(t *testing.T) {
+		if _, err := ourIndex(t, craftPack(0xffffffff, blob)); err == nil {
+			t.Fatal("a pack short of its count was indexed")
+		}
+	})
+	t.Run("object declaring a terabyte", func(t *testing.T) {
+		body := append(entryHeader(3, 1<<40), zlibOf([]byte("x"))...)
+		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, errBadPack) {
+			t.Fatalf("err = %v, want errBadPack", err)
+		}
+	})
+	t.Run("object declaring more than it holds", func(t *testing.T) {
+		body := append(entryHeader(3, 200<<20), zlibOf([]byte("x"))...)
+		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, errBadPack) {
+			t.Fatalf("err = %v, want errBadPack", err)
+		}
+	})
+	t.Run("the same base twice, fifty deltas on it", func(t *testing.T) {
+		body := append(append([]byte{}, blob...), blob...)
+		for i := 0; i < 50; i++ {
+			d := literalDelta(5, []byte{'a' + byte(i%26), byte('0' + i/26)})
+			body = append(append(append(body, entryHeader(7, int64(len(d)))...), helloID[:]...), zlibOf(d)...)
+		}
+		for i := 0; i < 10; i++ { // -race watches the workers
+			if _, err := ourIndex(t, craftPack(52, body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("delta chain deeper than git allows", func(t *testing.T) {
+		body := append([]byte{}, blob...)
+		prev := int64(12)
+		offsets := []int64{12}
+		d := literalDelta(5, hello)
+		zd := zlibOf(d)
+		for i := 0; i < maxDeltaDepth+10; i++ {
+			off := 12 + int64(len(body))
+			rel := off - prev
+			// OFS_DELTA's offset encoding.
+			enc := []byte{byte(rel & 0x7f)}
+			for rel >>= 7; rel > 0; rel >>= 7 {
+				rel--
+				enc = append([]byte{byte(0x80 | (rel & 0x7f))}, enc...)
+			}
+			body = append(append(append(body, entryHeader(6, int64(len(d)))...), enc...), zd...)
+			prev = off
+			offsets = append(offsets, off)
+		}
+		if _, err := ourIndex(t, craftPack(uint32(len(offsets)), body)); !errors.Is(err, errBadPack) {
+			t.Fatalf("err = %v, want errBadPack", err)
+		}
+	})
 }
