@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // objectStore writes loose objects directly (go-git's SetEncodedObject
@@ -110,6 +111,22 @@ func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
 	return out
 }
 
+// rereadPacks makes go-git look at objects/pack afresh: it drops the pack
+// list and closes the pack files it keeps open (a pack that a repack or a
+// person's git gc removed would otherwise stay open, its disk space held,
+// for the daemon's life).
+func (s *objectStore) rereadPacks() {
+	_ = s.st.ObjectStorage.Close() // go-git's storage stays usable: it reopens on demand
+	s.st.ObjectStorage.Reindex()
+}
+
+// stalePacks reports whether err may come from go-git's stale view of the
+// packs: the object moved into a pack it has not listed, or a pack it
+// listed is gone.
+func stalePacks(err error) bool {
+	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound)
+}
+
 // has reports whether the object exists, loose or packed.
 func (s *objectStore) has(h plumbing.Hash) bool {
 	if s.present[h] {
@@ -121,7 +138,7 @@ func (s *objectStore) has(h plumbing.Hash) bool {
 	}
 	err := s.st.HasEncodedObject(h)
 	if err != nil {
-		s.st.ObjectStorage.Reindex() // the git CLI may have packed it
+		s.rereadPacks() // the git CLI may have packed it
 		err = s.st.HasEncodedObject(h)
 	}
 	if err == nil {
@@ -261,10 +278,10 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 		return t, nil
 	}
 	t, err := object.GetTree(s.st, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
+	if stalePacks(err) {
 		// The git CLI may have packed objects behind our back: go-git keeps
 		// a stale list of packs until told to look again.
-		s.st.ObjectStorage.Reindex()
+		s.rereadPacks()
 		t, err = object.GetTree(s.st, h)
 	}
 	if err != nil {
@@ -280,8 +297,8 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 		return c, nil
 	}
 	c, err := object.GetCommit(s.st, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		s.st.ObjectStorage.Reindex()
+	if stalePacks(err) {
+		s.rereadPacks()
 		c, err = object.GetCommit(s.st, h)
 	}
 	if err != nil {
@@ -298,8 +315,8 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 // blob reads a blob's content.
 func (s *objectStore) blob(h plumbing.Hash) ([]byte, error) {
 	b, err := object.GetBlob(s.st, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		s.st.ObjectStorage.Reindex()
+	if stalePacks(err) {
+		s.rereadPacks()
 		b, err = object.GetBlob(s.st, h)
 	}
 	if err != nil {

@@ -138,8 +138,12 @@ func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
 	return nil
 }
 
-// clearFetchLeftovers removes the temporary files of a fetch that a crash
-// interrupted.
+// repackTempPrefix names a repack's temporary pack (git's own name for
+// one: a git that crashed leaves the same, and it is as dead after an hour).
+const repackTempPrefix = "tmp_pack_"
+
+// clearFetchLeftovers removes the temporary files of a fetch or a repack
+// that a crash interrupted.
 func clearFetchLeftovers(gitDir string, maxAge time.Duration) {
 	dir := filepath.Join(gitDir, "objects", "pack")
 	entries, err := os.ReadDir(dir)
@@ -147,7 +151,7 @@ func clearFetchLeftovers(gitDir string, maxAge time.Duration) {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), fetchTempPrefix) {
+		if !strings.HasPrefix(e.Name(), fetchTempPrefix) && !strings.HasPrefix(e.Name(), repackTempPrefix) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > maxAge {

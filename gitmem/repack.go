@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -59,8 +61,14 @@ type RepackResult struct {
 // waits. A crash at any point leaves every object loose, packed, or both:
 // the pack and its index are synced and renamed into place (pack first,
 // index last) before anything goes.
-func (r *Repo) Repack(minLoose int) (RepackResult, error) {
+func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	var res RepackResult
+	select { // one repack at a time in this process: it is CPU and disk work
+	case repackSlot <- struct{}{}:
+		defer func() { <-repackSlot }()
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
 	began := time.Now()
 	release, err := r.takeGCPID()
 	if err != nil {
@@ -90,7 +98,7 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 	}
 	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	objects = slices.Compact(objects)
-	name, err := r.writeDeltaPack(objDir, objects)
+	name, err := r.writeDeltaPack(ctx, objDir, objects)
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
@@ -99,7 +107,6 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 	// storage learns the new pack list, and the rolled-up packs go (a
 	// lookup must never find a pack listed but gone).
 	r.mu.Lock()
-	r.st.ObjectStorage.Reindex()
 	for _, p := range merge {
 		if p.name == name {
 			continue // the same objects packed the same way: it is the new pack
@@ -111,12 +118,21 @@ func (r *Repo) Repack(minLoose int) (RepackResult, error) {
 		}
 		res.Merged = append(res.Merged, p.name)
 	}
-	r.st.ObjectStorage.Reindex()
+	r.objs.rereadPacks()
 	r.mu.Unlock()
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
-	// which every reader already sees.
-	for _, h := range loose {
+	// which every reader already sees. The pack is checked to be there
+	// still before each batch (a person's `git repack -a -d` may have
+	// rolled it up meanwhile, without our loose copies' objects).
+	newIdx := filepath.Join(objDir, "pack", name+".idx")
+	for i, h := range loose {
+		if i%64 == 0 {
+			if _, err := os.Stat(newIdx); err != nil {
+				r.log.Warn("the new pack went away during the repack; loose objects kept", "pack", name)
+				break
+			}
+		}
 		if err := os.Remove(r.objs.loosePath(h)); err == nil {
 			res.Packed++
 		}
@@ -210,27 +226,38 @@ func geometricRollUp(packs []packInfo, loose int) []packInfo {
 	return merge
 }
 
+// repackSlot lets one repack run at a time in the process.
+var repackSlot = make(chan struct{}, 1)
+
 // writeDeltaPack packs objects (loose or packed) with deltas into a new
 // pack and index, synced and renamed into place, and returns its name. It
 // reads through a storage of its own, so it needs no lock: objects never
-// change once written.
-func (r *Repo) writeDeltaPack(objDir string, objects []plumbing.Hash) (string, error) {
+// change once written. Cancelling ctx stops it (nothing is removed before
+// the new pack is in place, so a stop loses nothing).
+func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plumbing.Hash) (string, error) {
 	st := filesystem.NewStorage(osfs.New(r.GitDir), cache.NewObjectLRU(32<<20))
 	defer st.Close()
 	packDir := filepath.Join(objDir, "pack")
-	pf, err := os.CreateTemp(packDir, "tmp_pack_")
+	pf, err := os.CreateTemp(packDir, repackTempPrefix)
 	if err != nil {
 		return "", err
 	}
 	defer pf.Close()
 	pr, pw := io.Pipe()
-	var encErr error
-	go func() {
-		_, encErr = packfile.NewEncoder(pw, st, false).Encode(objects, 10)
-		pw.CloseWithError(encErr)
+	encDone := make(chan error, 1)
+	go func() { // ends when the pack is written or the pipe is closed
+		_, err := packfile.NewEncoder(pw, st, false).Encode(objects, 10)
+		pw.CloseWithError(err)
+		encDone <- err
 	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	idx, sum, err := indexPack(pr, pf)
-	pr.CloseWithError(errors.New("repack: index stopped"))
+	stop()
+	pr.CloseWithError(errors.New("repack: the index stopped reading"))
+	encErr := <-encDone // before st closes
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		os.Remove(pf.Name())
 		if encErr != nil {
@@ -296,7 +323,8 @@ func publishPack(pf *os.File, idx []byte, final string, sync bool) error {
 }
 
 // takeGCPID creates .git/gc.pid as git gc does ("<pid> <host>"), or fails
-// with ErrGCRunning when a fresh one is there.
+// with ErrGCRunning when a live one is there: younger than git's 12 hours,
+// and not left by a process of this host that is gone (a crash).
 func (r *Repo) takeGCPID() (func(), error) {
 	p := filepath.Join(r.GitDir, "gc.pid")
 	host, _ := os.Hostname()
@@ -305,17 +333,45 @@ func (r *Repo) takeGCPID() (func(), error) {
 		if err == nil {
 			fmt.Fprintf(f, "%d %s", os.Getpid(), host)
 			f.Close()
-			return func() { os.Remove(p) }, nil
+			return func() { removeIfOurs(p, host) }, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("repack: %w", err)
 		}
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) < gcPIDMaxAge {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) < gcPIDMaxAge && !deadHere(p, host) {
 			return nil, ErrGCRunning
 		}
-		os.Remove(p) // older than git itself would honour
+		os.Remove(p) // older than git itself would honour, or its process is gone
 	}
 	return nil, ErrGCRunning
+}
+
+// gcPIDOwner reads gc.pid's "<pid> <host>".
+func gcPIDOwner(p string) (int, string, bool) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return 0, "", false
+	}
+	var pid int
+	var host string
+	if n, _ := fmt.Sscanf(string(data), "%d %s", &pid, &host); n != 2 || pid <= 0 {
+		return 0, "", false
+	}
+	return pid, host, true
+}
+
+// deadHere reports whether gc.pid names a process of this host that no
+// longer runs (as git gc itself checks).
+func deadHere(p, host string) bool {
+	pid, h, ok := gcPIDOwner(p)
+	return ok && h == host && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// removeIfOurs removes gc.pid only while it is still ours.
+func removeIfOurs(p, host string) {
+	if pid, h, ok := gcPIDOwner(p); ok && pid == os.Getpid() && h == host {
+		os.Remove(p)
+	}
 }
 
 // listLoose lists the loose objects, sorted.

@@ -43,7 +43,7 @@ func TestRepo_Repack(t *testing.T) {
 	r := mustClone(t, srv, "rp")
 	commitN(t, r, 0, 100)
 	before := looseCount(t, r.Dir)
-	res, err := r.Repack(1)
+	res, err := r.Repack(context.Background(), 1)
 	if err != nil || res.Packed != before || looseCount(t, r.Dir) != 0 {
 		t.Fatalf("repack of %d loose objects: %+v %v, %d left", before, res, err, looseCount(t, r.Dir))
 	}
@@ -62,7 +62,7 @@ func TestRepo_Repack(t *testing.T) {
 	if n := git(t, srv.RepoDir("rp"), "rev-list", "--count", "main"); n != "105" {
 		t.Fatalf("remote has %s commits", n)
 	}
-	if res, err := r.Repack(gitmem.DefaultRepackLoose); err != nil || res.Packed != 0 {
+	if res, err := r.Repack(context.Background(), gitmem.DefaultRepackLoose); err != nil || res.Packed != 0 {
 		t.Fatalf("below the threshold: %+v %v", res, err)
 	}
 }
@@ -84,7 +84,7 @@ func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := r.Repack(1); err != nil && err != gitmem.ErrGCRunning {
+			if _, err := r.Repack(context.Background(), 1); err != nil && err != gitmem.ErrGCRunning {
 				t.Errorf("repack: %v", err)
 				return
 			}
@@ -119,7 +119,7 @@ func TestRepo_RepackKilled(t *testing.T) {
 		}
 		for i := 0; ; i++ {
 			commitN(t, r, 1000+i*20, 20)
-			r.Repack(1)
+			r.Repack(context.Background(), 1)
 		}
 	}
 	srv := gitserver.New(t, testToken)
@@ -135,7 +135,8 @@ func TestRepo_RepackKilled(t *testing.T) {
 		time.Sleep(time.Duration(300+round*170) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		os.Remove(filepath.Join(r.GitDir, "gc.pid")) // a dead repack's, as git would after 12 h
+		// The dead repack's gc.pid stays; the next repack sees its process
+		// is gone (as git gc does) and goes ahead.
 		git(t, r.Dir, "fsck", "--strict")
 		if st := git(t, r.Dir, "status", "--porcelain"); strings.Contains(st, "D ") {
 			t.Fatalf("round %d: files lost: %q", round, st)
@@ -149,7 +150,7 @@ func TestRepo_RepackKilled(t *testing.T) {
 	if _, err := r2.Status(); err != nil {
 		t.Fatalf("status after the kills: %v", err)
 	}
-	if res, err := r2.Repack(1); err != nil {
+	if res, err := r2.Repack(context.Background(), 1); err != nil {
 		t.Fatalf("repack after the kills: %+v %v", res, err)
 	}
 	git(t, r.Dir, "fsck", "--strict")
@@ -174,8 +175,18 @@ func TestRepo_RepackGeometric(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := r.Repack(1); err != nil {
+		if _, err := r.Repack(context.Background(), 1); err != nil {
 			t.Fatalf("round %d: %v", round, err)
+		}
+		// Read every object of the round back through the packs.
+		_, files, err := r.HeadFiles()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if _, err := r.Blob(f.Blob); err != nil {
+				t.Fatalf("round %d: %s: %v", round, f.Path, err)
+			}
 		}
 	}
 	packs, _ := filepath.Glob(filepath.Join(r.GitDir, "objects", "pack", "*.pack"))
@@ -193,6 +204,13 @@ func TestRepo_RepackGeometric(t *testing.T) {
 	}
 	git(t, r.Dir, "fsck", "--strict")
 	git(t, r.Dir, "cat-file", "-e", unreachable)
+	// The rolled-up packs were read between rounds; none stays open.
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(target, ".pack") && strings.HasSuffix(target, "(deleted)") {
+			t.Fatalf("a removed pack is still open: %s", target)
+		}
+	}
 	if n := git(t, r.Dir, "rev-list", "--count", "HEAD"); n != strconv.Itoa(rounds*per) {
 		t.Fatalf("%s commits reachable, want %d", n, rounds*per)
 	}
