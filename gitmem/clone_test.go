@@ -1,7 +1,10 @@
 package gitmem_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,4 +160,51 @@ func TestClone_SameAsGitClone(t *testing.T) {
 		}
 	}
 	git(t, ours, "fsck", "--strict")
+}
+
+// TestClone_RefusesTreesThatEscape: a remote whose tree names "..", ".git"
+// or "." (git fsck calls these errors; a plain http-backend accepts them)
+// is refused with ErrBadPath, first clone or pull, and nothing is written
+// outside the work tree or into .git.
+func TestClone_RefusesTreesThatEscape(t *testing.T) {
+	for _, name := range []string{"..", ".git", ".GIT", "."} {
+		t.Run(name, func(t *testing.T) {
+			srv := gitserver.New(t, testToken)
+			bare := srv.RepoDir("evil")
+			blob := hashObjectIn(t, bare, "blob", []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n"))
+			inner := hashObjectIn(t, bare, "tree", treeEntry("100644", "config", blob))
+			root := hashObjectIn(t, bare, "tree", treeEntry("40000", name, inner))
+			commit := strings.TrimSpace(git(t, bare, "commit-tree", root, "-m", "evil"))
+			git(t, bare, "update-ref", "refs/heads/main", commit)
+
+			dir := filepath.Join(t.TempDir(), "nest", "memory")
+			_, err := gitmem.Clone(context.Background(), dir, remoteFor(srv, "evil"), gitmem.Options{Author: testAuthor})
+			if !errors.Is(err, gitmem.ErrBadPath) {
+				t.Fatalf("clone of a tree naming %q: %v, want ErrBadPath", name, err)
+			}
+			for _, p := range []string{filepath.Join(dir, "..", "config"), filepath.Join(dir, ".git", "config")} {
+				if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), "fsmonitor") {
+					t.Fatalf("%s was written from the remote's tree", p)
+				}
+			}
+		})
+	}
+}
+
+// hashObjectIn writes a raw object into the bare repository, unchecked.
+func hashObjectIn(t *testing.T, bare, typ string, data []byte) string {
+	t.Helper()
+	cmd := exec.Command("git", "-C", bare, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hash-object: %v %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// treeEntry is one raw tree entry.
+func treeEntry(mode, name, hexID string) []byte {
+	id, _ := hex.DecodeString(hexID)
+	return append([]byte(mode+" "+name+"\x00"), id...)
 }
