@@ -78,6 +78,7 @@ func (e *packEntry) isDelta() bool {
 
 // packIndexer holds what both passes share.
 type packIndexer struct {
+	low      bool // resolve on low-priority threads (a repack)
 	entries  []packEntry
 	claimed  []atomic.Bool // pass two: the worker that resolves each entry
 	refBases []plumbing.Hash
@@ -113,7 +114,13 @@ func (c *countingReader) ReadByte() (byte, error) {
 // indexPack copies the pack from src to f, indexes it, and returns its
 // index and checksum. f is left at the pack's end.
 func indexPack(src io.Reader, f *os.File) (*idxfile.MemoryIndex, plumbing.Hash, error) {
-	ix := &packIndexer{}
+	return indexPackAt(src, f, false)
+}
+
+// indexPackAt is indexPack, its delta workers on low-priority threads when
+// low (background work that must not slow the agents' writes).
+func indexPackAt(src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+	ix := &packIndexer{low: low}
 	n, err := ix.scan(src, f)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
@@ -346,6 +353,9 @@ func (ix *packIndexer) resolve() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if ix.low {
+				lowerThreadPriority()
+			}
 			var failed error
 			for root := range work {
 				if failed != nil || len(kids(root)) == 0 {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/internal/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultRepackLoose is how many loose objects make a repack worth it.
@@ -226,6 +228,16 @@ func geometricRollUp(packs []packInfo, loose int) []packInfo {
 	return merge
 }
 
+// lowerThreadPriority puts the calling goroutine on a thread of its own at
+// the lowest CPU priority (nice 19, per thread on Linux): a repack's
+// compression and delta work then takes only the CPU the agents' writes
+// leave. The goroutine must end without unlocking, so the runtime retires
+// the thread instead of handing it, still niced, to other goroutines.
+func lowerThreadPriority() {
+	runtime.LockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
+}
+
 // repackSlot lets one repack run at a time in the process.
 var repackSlot = make(chan struct{}, 1)
 
@@ -246,12 +258,25 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	pr, pw := io.Pipe()
 	encDone := make(chan error, 1)
 	go func() { // ends when the pack is written or the pipe is closed
+		lowerThreadPriority()
 		_, err := packfile.NewEncoder(pw, st, false).Encode(objects, 10)
 		pw.CloseWithError(err)
 		encDone <- err
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	idx, sum, err := indexPack(pr, pf)
+	type indexed struct {
+		idx *idxfile.MemoryIndex
+		sum plumbing.Hash
+		err error
+	}
+	got := make(chan indexed, 1)
+	go func() { // on a low-priority thread too, retired when done
+		lowerThreadPriority()
+		idx, sum, err := indexPackAt(pr, pf, true)
+		got <- indexed{idx, sum, err}
+	}()
+	res := <-got
+	idx, sum, err := res.idx, res.sum, res.err
 	stop()
 	pr.CloseWithError(errors.New("repack: the index stopped reading"))
 	encErr := <-encDone // before st closes
