@@ -3,8 +3,6 @@ package gitmem_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -91,17 +89,9 @@ func BenchmarkCommitWrite(b *testing.B) {
 func BenchmarkPush(b *testing.B) {
 	for _, commits := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("commits=%d", commits), func(b *testing.B) {
-			bare, err := fixture.Bare(fixtureDir(b), 100, commits)
-			if err != nil {
-				b.Fatal(err)
-			}
 			srv := gitserver.New(b, testToken)
 			for _, agent := range []string{"mem", "cli"} {
-				dst := filepath.Join(srv.Root, "v1", "git", agent, "state.git")
-				os.MkdirAll(filepath.Dir(dst), 0o755)
-				if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
-					b.Fatalf("cp: %v %s", err, out)
-				}
+				seedFixture(b, srv, agent, 100, commits)
 			}
 			r, err := gitmem.Clone(context.Background(), filepath.Join(b.TempDir(), "mem"), remoteFor(srv, "mem"), gitmem.Options{Author: testAuthor})
 			if err != nil {
@@ -140,16 +130,8 @@ func BenchmarkPush(b *testing.B) {
 // BenchmarkClone: gitmem.Clone (fetch + checkout, in process) vs `git
 // clone`, both over HTTP from the same git http-backend.
 func BenchmarkClone(b *testing.B) {
-	bare, err := fixture.Bare(fixtureDir(b), 1000, 10000)
-	if err != nil {
-		b.Fatal(err)
-	}
 	srv := gitserver.New(b, testToken)
-	dst := filepath.Join(srv.Root, "v1", "git", "clone", "state.git")
-	os.MkdirAll(filepath.Dir(dst), 0o755)
-	if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
-		b.Fatalf("cp: %v %s", err, out)
-	}
+	seedFixture(b, srv, "clone", 1000, 10000)
 	var ours, cli []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/memfsd/memfsd/gitmem"
-	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
@@ -109,16 +108,8 @@ func TestClone_FailedFirstCloneLeavesNothing(t *testing.T) {
 // (an executable and a symbolic link among them), and a repository that
 // passes `git fsck --strict`.
 func TestClone_SameAsGitClone(t *testing.T) {
-	bare, err := fixture.Bare(fixtureDir(t), 1000, 10000)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := gitserver.New(t, testToken)
-	dst := filepath.Join(srv.Root, "v1", "git", "same", "state.git")
-	os.MkdirAll(filepath.Dir(dst), 0o755)
-	if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	seedFixture(t, srv, "same", 1000, 10000)
 	peer := cliClone(t, srv, "same")
 	writeFile(t, peer, "tools/run.sh", "#!/bin/sh\necho hi\n")
 	os.Chmod(filepath.Join(peer, "tools", "run.sh"), 0o755)

@@ -3,12 +3,14 @@ package gitmem_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/internal/testgit"
 )
@@ -62,4 +64,19 @@ func cliClone(tb testing.TB, srv *gitserver.Server, agent string) string {
 	u := strings.Replace(srv.RemoteURL(agent), "http://", "http://"+gitserver.Username+":"+testToken+"@", 1)
 	git(tb, filepath.Dir(dir), "clone", "-q", u, dir)
 	return dir
+}
+
+// seedFixture makes the agent's repository on srv a copy of the fixture
+// with files files and commits commits (built once under testdata/repos).
+func seedFixture(tb testing.TB, srv *gitserver.Server, agent string, files, commits int) {
+	tb.Helper()
+	bare, err := fixture.Bare(fixtureDir(tb), files, commits)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dst := filepath.Join(srv.Root, "v1", "git", agent, "state.git")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	if out, err := exec.Command("cp", "-r", bare, dst).CombinedOutput(); err != nil {
+		tb.Fatalf("cp: %v %s", err, out)
+	}
 }
