@@ -67,15 +67,37 @@ func TestRepo_Repack(t *testing.T) {
 	}
 }
 
-// Repacks racing memfsd's commits and a person's git gc: every commit that
-// reported success stays reachable, fsck clean.
+// Repacks racing memfsd's commits and pushes, a person's git gc and `git
+// repack -a -d` (which ignores gc.pid): every commit that reported success
+// stays reachable, locally and on the remote, fsck clean.
 func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "race")
 	commitN(t, r, 0, 10)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	wg.Add(2)
+	wg.Add(4)
+	go func() { // a person repacking everything, gc.pid or not
+		defer wg.Done()
+		for i := 0; i < 5; i++ {
+			gitErr(r.Dir, "repack", "-a", "-d", "-q")
+			time.Sleep(15 * time.Millisecond)
+		}
+	}()
+	go func() { // turns
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, err := r.Reconcile(context.Background()); err != nil {
+				t.Errorf("reconcile: %v", err)
+				return
+			}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		for {
@@ -101,10 +123,17 @@ func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
 	commitN(t, r, 10, 150)
 	close(stop)
 	wg.Wait()
+	if _, err := r.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	git(t, r.Dir, "fsck", "--strict")
 	if n := git(t, r.Dir, "rev-list", "--count", "HEAD"); n != "160" {
 		t.Fatalf("%s commits reachable, want 160", n)
 	}
+	if n := git(t, srv.RepoDir("race"), "rev-list", "--count", "main"); n != "160" {
+		t.Fatalf("the remote has %s commits, want 160", n)
+	}
+	git(t, srv.RepoDir("race"), "fsck", "--strict")
 	if st := git(t, r.Dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("status: %q", st)
 	}
