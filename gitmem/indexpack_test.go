@@ -109,6 +109,23 @@ func TestIndexPack_SameIndexAsGit(t *testing.T) {
 	}
 }
 
+// With nothing kept from pass one (a pack past keepBudget), every delta
+// and base is inflated again from the file: the same index as git's.
+func TestIndexPack_PastTheKeepBudget(t *testing.T) {
+	defer func(b int64) { keepBudget = b }(keepBudget)
+	keepBudget = 0
+	for _, ofs := range []bool{true, false} {
+		pack := packOf(t, fixtureBare(t, 20, 60), ofs)
+		got, err := ourIndex(t, pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, gitIndex(t, pack)) {
+			t.Fatalf("ofs=%v: our index differs from git index-pack's", ofs)
+		}
+	}
+}
+
 func TestIndexPack_RefusesDamage(t *testing.T) {
 	pack := packOf(t, fixtureBare(t, 20, 60), true)
 	cases := map[string][]byte{
