@@ -285,7 +285,7 @@ func TestRun_WritesRepackWithoutTurns(t *testing.T) {
 		}
 		return
 	}
-	waitFor(t, 30*time.Second, "the loose objects packed", func() bool { l, _ := objects(); return l < 512 })
+	waitFor(t, 90*time.Second, "the loose objects packed", func() bool { l, _ := objects(); return l < 512 })
 	if l, pk := objects(); pk < n*3 {
 		t.Fatalf("%d objects packed, %d loose, after %d writes", pk, l, n)
 	}
