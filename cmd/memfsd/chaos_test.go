@@ -145,6 +145,7 @@ func TestChaos(t *testing.T) {
 		fsck = "FAILED: " + out
 	}
 	for _, h := range homes {
+		waitRepackIdle(t, memDir(h, id))
 		if out, err := gitTry(memDir(h, id), "fsck", "--strict"); err != nil {
 			fsck = "FAILED: " + out
 		}

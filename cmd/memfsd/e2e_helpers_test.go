@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -252,3 +253,29 @@ func memDir(home, id string) string { return filepath.Join(home, "agents", id, "
 
 // gitTry runs git and returns its output and error without failing the test.
 func gitTry(dir string, args ...string) (string, error) { return testgit.Try(dir, args...) }
+
+// waitRepackIdle waits until no repack runs in the work tree dir (no live
+// process holds .git/gc.pid, twice in a row; a killed daemon's is left
+// behind): a git fsck beside a running repack sees loose objects vanish
+// under it into the new pack.
+func waitRepackIdle(t testing.TB, dir string) {
+	t.Helper()
+	idle := func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, ".git", "gc.pid"))
+		if os.IsNotExist(err) {
+			return true
+		}
+		var pid int
+		if _, serr := fmt.Sscanf(string(data), "%d", &pid); serr != nil || pid <= 0 {
+			return false // being written
+		}
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	}
+	waitFor(t, 90*time.Second, "no repack running in "+dir, func() bool {
+		if !idle() {
+			return false
+		}
+		time.Sleep(300 * time.Millisecond) // a queued second repack starts within this
+		return idle()
+	})
+}

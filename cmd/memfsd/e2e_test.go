@@ -150,6 +150,7 @@ func TestRun_KillNineLosesNothing(t *testing.T) {
 		}
 	}
 	git(t, bare, "fsck", "--strict")
+	waitRepackIdle(t, dir)
 	git(t, dir, "fsck", "--strict")
 	if st := git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("status: %s", st)
@@ -285,22 +286,8 @@ func TestRun_WritesRepackWithoutTurns(t *testing.T) {
 		}
 		return
 	}
-	// Packed, and no repack running (it holds gc.pid, as git gc does): a
-	// git fsck beside a running repack sees loose files vanish under it
-	// (into the new pack), as it would beside git's own prune-packed.
-	gcPID := filepath.Join(dir, ".git", "gc.pid")
-	settled := func() bool {
-		_, err := os.Stat(gcPID)
-		l, _ := objects()
-		return os.IsNotExist(err) && l < 512
-	}
-	waitFor(t, 90*time.Second, "the loose objects packed and the repack done", func() bool {
-		if !settled() {
-			return false
-		}
-		time.Sleep(300 * time.Millisecond) // a queued second repack starts within this
-		return settled()
-	})
+	waitFor(t, 90*time.Second, "the loose objects packed", func() bool { l, _ := objects(); return l < 512 })
+	waitRepackIdle(t, dir)
 	if l, pk := objects(); pk < n*3 {
 		t.Fatalf("%d objects packed, %d loose, after %d writes", pk, l, n)
 	}
