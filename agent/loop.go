@@ -276,7 +276,7 @@ func (a *Agent) repackLoop() {
 			if repo == nil {
 				continue
 			}
-			if _, err := repo.Repack(a.ctx, gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) && a.ctx.Err() == nil {
+			if _, err := repo.Repack(a.ctx, gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) && !errors.Is(err, gitmem.ErrPacksChanged) && a.ctx.Err() == nil {
 				a.log.Warn("repack failed; the objects stay as they are (loose objects are as safe as packed ones)", "err", err)
 			}
 		}

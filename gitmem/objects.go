@@ -203,9 +203,10 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
-		if errors.Is(err, fs.ErrNotExist) {
-			// `git gc` packed the loose objects and removed the fanout
-			// folder we knew: make it again.
+		for attempt := 0; errors.Is(err, fs.ErrNotExist) && attempt < 5; attempt++ {
+			// `git gc` or `git repack -d` packed the loose objects and
+			// removed the fanout folder we knew (its prune-packed may do
+			// it again right after we make it): make it again.
 			delete(s.fanout, dir)
 			if err = os.MkdirAll(dir, 0o755); err == nil {
 				err = os.Rename(tmp, path)

@@ -37,6 +37,11 @@ const gcPIDMaxAge = 12 * time.Hour
 // ErrGCRunning: a git gc (or another repack) holds .git/gc.pid.
 var ErrGCRunning = errors.New("a git gc is running (gc.pid)")
 
+// ErrPacksChanged: a git command beside the repack (a person's `git
+// repack -a -d`, which does not take gc.pid) moved objects it was reading;
+// nothing was removed, and the next repack starts from what is there.
+var ErrPacksChanged = errors.New("the packs changed under the repack (a git repack beside it); skipped")
+
 // RepackResult says what Repack did.
 type RepackResult struct {
 	Packed int      // loose objects moved into the new pack
@@ -101,6 +106,9 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	objects = slices.Compact(objects)
 	name, err := r.writeDeltaPack(ctx, objDir, objects)
+	if stalePacks(err) || errors.Is(err, fs.ErrNotExist) {
+		return res, fmt.Errorf("repack: %w: %v", ErrPacksChanged, err)
+	}
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
