@@ -94,7 +94,9 @@ G migrate >/dev/null
 PASS="memfsd-e2e-$(date +%s)-pw"
 G admin user create --admin --username memfsd --password "$PASS" --email memfsd@example.com --must-change-password=false >/dev/null
 TOKEN=$(G admin user generate-access-token --username memfsd --token-name e2e --scopes write:repository --raw)
-G web >"$WORK/log/web.out" 2>&1 &
+# A simple command, not the G function: $! must be gitea's own pid (a
+# function runs in a subshell, and killing that left gitea running).
+GITEA_WORK_DIR="$WORK" "$BIN" --config "$INI" --work-path "$WORK" web >"$WORK/log/web.out" 2>&1 &
 GITEA_PID=$!
 for _ in $(seq 1 120); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
