@@ -4,3 +4,6 @@ package gitmem
 // before a sync moves the branch: a seam for tests that make someone else
 // commit at that moment.
 func SetBeforeMove(r *Repo, f func()) { r.beforeMove = f }
+
+// TakeGCPID takes .git/gc.pid as a repack does and returns its release.
+func TakeGCPID(r *Repo) (func(), error) { return r.takeGCPID() }

@@ -102,7 +102,7 @@ func (r *Repo) checkIncoming(local, remote, result plumbing.Hash) (plumbing.Hash
 		}
 		r.objs.rememberCommit(h, tree)
 		r.log.Warn("restored files a remote update deleted, as the operator decided", "files", len(gone))
-		return h, true, r.objs.flush(false)
+		return h, true, r.objs.flush(true)
 	}
 	return result, false, nil
 }

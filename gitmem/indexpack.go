@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -79,7 +80,8 @@ func (e *packEntry) isDelta() bool {
 
 // packIndexer holds what both passes share.
 type packIndexer struct {
-	low      bool // resolve on low-priority threads (a repack)
+	low      bool            // resolve on low-priority threads (a repack)
+	ctx      context.Context // stops the resolution when cancelled
 	entries  []packEntry
 	claimed  []atomic.Bool // pass two: the worker that resolves each entry
 	refBases []plumbing.Hash
@@ -113,15 +115,16 @@ func (c *countingReader) ReadByte() (byte, error) {
 }
 
 // indexPack copies the pack from src to f, indexes it, and returns its
-// index and checksum. f is left at the pack's end.
-func indexPack(src io.Reader, f *os.File) (*idxfile.MemoryIndex, plumbing.Hash, error) {
-	return indexPackAt(src, f, false)
+// index and checksum. f is left at the pack's end. Cancelling ctx stops the
+// delta resolution (the reading stops when src is closed).
+func indexPack(ctx context.Context, src io.Reader, f *os.File) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+	return indexPackAt(ctx, src, f, false)
 }
 
 // indexPackAt is indexPack, its delta workers on low-priority threads when
 // low (background work that must not slow the agents' writes).
-func indexPackAt(src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
-	ix := &packIndexer{low: low}
+func indexPackAt(ctx context.Context, src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+	ix := &packIndexer{low: low, ctx: ctx}
 	n, err := ix.scan(src, f)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
@@ -359,6 +362,9 @@ func (ix *packIndexer) resolve() error {
 			}
 			var failed error
 			for root := range work {
+				if failed == nil {
+					failed = ix.ctx.Err()
+				}
 				if failed != nil || len(kids(root)) == 0 {
 					continue
 				}

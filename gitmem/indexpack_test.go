@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -64,7 +65,7 @@ func ourIndex(t *testing.T, pack []byte) ([]byte, error) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	idx, _, err := indexPack(bytes.NewReader(pack), f)
+	idx, _, err := indexPack(context.Background(), bytes.NewReader(pack), f)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ func BenchmarkIndexPack(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		f, _ := os.Create(filepath.Join(dir, "o.pack"))
 		t0 := time.Now()
-		if _, _, err := indexPack(bytes.NewReader(pack), f); err != nil {
+		if _, _, err := indexPack(context.Background(), bytes.NewReader(pack), f); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()

@@ -47,6 +47,11 @@ type objectStore struct {
 	spares  *spares
 	// looseSince counts loose objects written since the last repack began.
 	looseSince atomic.Int64
+	// syncMu guards syncFD: the objects folder, held open for the repo's
+	// life so syncfs reports every writeback error since it was opened (a
+	// fresh descriptor would miss those from before it).
+	syncMu sync.Mutex
+	syncFD *os.File
 }
 
 // commitTree returns the root tree of commit h.
@@ -245,15 +250,47 @@ func (s *objectStore) syncAll() error {
 	if !s.sync {
 		return nil
 	}
-	f, err := os.Open(s.dir)
-	if err != nil {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if err := s.watchLocked(); err != nil {
 		return fmt.Errorf("sync objects: %w", err)
 	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
+	if err := unix.Syncfs(int(s.syncFD.Fd())); err != nil {
 		return fmt.Errorf("sync objects: %w", err)
 	}
 	return nil
+}
+
+// watch opens the descriptor syncAll flushes through, from which on its
+// syncfs reports writeback errors. Open calls it; syncAll opens it late
+// for a repo that had no objects folder yet (a clone).
+func (s *objectStore) watch() {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	_ = s.watchLocked()
+}
+
+func (s *objectStore) watchLocked() error {
+	if s.syncFD != nil || !s.sync {
+		return nil
+	}
+	f, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	s.syncFD = f
+	return nil
+}
+
+// close releases the store's descriptors: the sync one and go-git's packs.
+func (s *objectStore) close() {
+	s.syncMu.Lock()
+	if s.syncFD != nil {
+		s.syncFD.Close()
+		s.syncFD = nil
+	}
+	s.syncMu.Unlock()
+	_ = s.st.Close()
 }
 
 // SyncFiles makes every file written so far on the repository's

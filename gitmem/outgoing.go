@@ -204,7 +204,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			return local, nil, err
 		}
 	}
-	if err := r.objs.flush(false); err != nil {
+	if err := r.objs.flush(true); err != nil {
 		return local, nil, err
 	}
 	ix.smudgeRacy(touched)

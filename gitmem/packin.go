@@ -78,7 +78,7 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	pk.pack = f.Name()
 	defer f.Close()
 	// Written and indexed in one pass, as it arrives (indexPack).
-	idx, sum, err := indexPack(demuxSideband(req.Capabilities, resp), f)
+	idx, sum, err := indexPack(ctx, demuxSideband(req.Capabilities, resp), f)
 	if err != nil {
 		return nil, fmt.Errorf("download pack: %w", err)
 	}

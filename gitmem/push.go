@@ -267,7 +267,7 @@ func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
 	var buf bytes.Buffer
 	if _, err := packfile.NewEncoder(&buf, r.st, false).Encode(hashes, 0); err != nil {
 		// The git CLI may have packed the loose objects behind our back.
-		r.st.ObjectStorage.Reindex()
+		r.objs.rereadPacks()
 		buf.Reset()
 		if _, err := packfile.NewEncoder(&buf, r.st, false).Encode(hashes, 0); err != nil {
 			return nil, 0, fmt.Errorf("build pack: %w", err)

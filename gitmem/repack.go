@@ -255,8 +255,6 @@ var repackSlot = make(chan struct{}, 1)
 // change once written. Cancelling ctx stops it (nothing is removed before
 // the new pack is in place, so a stop loses nothing).
 func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plumbing.Hash) (string, error) {
-	st := filesystem.NewStorage(osfs.New(r.GitDir), cache.NewObjectLRU(32<<20))
-	defer st.Close()
 	packDir := filepath.Join(objDir, "pack")
 	pf, err := os.CreateTemp(packDir, repackTempPrefix)
 	if err != nil {
@@ -264,12 +262,12 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	}
 	defer pf.Close()
 	pr, pw := io.Pipe()
-	encDone := make(chan error, 1)
-	go func() { // ends when the pack is written or the pipe is closed
+	st := filesystem.NewStorage(osfs.New(r.GitDir), cache.NewObjectLRU(32<<20))
+	go func() { // owns st; ends when the pack is written or the pipe is closed
+		defer st.Close()
 		lowerThreadPriority()
 		_, err := packfile.NewEncoder(pw, st, false).Encode(objects, 10)
-		pw.CloseWithError(err)
-		encDone <- err
+		pw.CloseWithError(err) // an error reaches the indexer through the pipe
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	type indexed struct {
@@ -280,22 +278,21 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	got := make(chan indexed, 1)
 	go func() { // on a low-priority thread too, retired when done
 		lowerThreadPriority()
-		idx, sum, err := indexPackAt(pr, pf, true)
+		idx, sum, err := indexPackAt(ctx, pr, pf, true)
 		got <- indexed{idx, sum, err}
 	}()
 	res := <-got
 	idx, sum, err := res.idx, res.sum, res.err
 	stop()
+	// Not waiting for the encoder: on a cancel it may still be in go-git's
+	// delta search, which cannot be stopped; its next write fails on the
+	// closed pipe and it ends by itself.
 	pr.CloseWithError(errors.New("repack: the index stopped reading"))
-	encErr := <-encDone // before st closes
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		os.Remove(pf.Name())
-		if encErr != nil {
-			return "", encErr
-		}
 		return "", err
 	}
 	if n, _ := idx.Count(); n != int64(len(objects)) {
@@ -355,28 +352,88 @@ func publishPack(pf *os.File, idx []byte, final string, sync bool) error {
 	return nil
 }
 
-// takeGCPID creates .git/gc.pid as git gc does ("<pid> <host>"), or fails
-// with ErrGCRunning when a live one is there: younger than git's 12 hours,
-// and not left by a process of this host that is gone (a crash).
+// takeGCPID takes .git/gc.pid the way git gc does (builtin/gc.c,
+// lock_repo_for_gc), so the two exclude each other: under gc.pid.lock
+// (O_EXCL, which git holds the same way for a moment), a gc.pid younger
+// than git's 12 hours is honoured unless its process is known to be gone;
+// otherwise "<pid> <host>" goes into the lock file, which is renamed over
+// gc.pid. It fails with ErrGCRunning while a live one is there.
+//
+// A gc.pid naming this very process counts as stale: the caller holds
+// repackSlot, so no repack of ours runs, and the file was left by an
+// earlier life of a daemon that got the same PID again (PID 1 in a
+// container). Like git, a PID is only checked on the same host; a process
+// of another PID namespace with the same host name is taken for gone.
 func (r *Repo) takeGCPID() (func(), error) {
 	p := filepath.Join(r.GitDir, "gc.pid")
 	host, _ := os.Hostname()
-	for attempt := 0; attempt < 2; attempt++ {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	lock, err := takeGCPIDLock(p)
+	if err != nil {
+		return nil, err
+	}
+	if gcPIDLive(p, host) {
+		lock.Close()
+		os.Remove(lock.Name())
+		return nil, ErrGCRunning
+	}
+	_, werr := fmt.Fprintf(lock, "%d %s", os.Getpid(), host)
+	cerr := lock.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(lock.Name())
+		return nil, fmt.Errorf("repack: write gc.pid: %w", err)
+	}
+	if err := os.Rename(lock.Name(), p); err != nil {
+		os.Remove(lock.Name())
+		return nil, fmt.Errorf("repack: take gc.pid: %w", err)
+	}
+	return func() { releaseGCPID(p, host) }, nil
+}
+
+// gcPIDLockMaxAge: a gc.pid.lock older than this was left by a crash (git
+// and memfsd hold it for microseconds); it is removed so neither stays
+// locked out for good.
+const gcPIDLockMaxAge = 10 * time.Minute
+
+// takeGCPIDLock creates gc.pid.lock with O_EXCL, as git's lockfile API
+// does; a fresh one held by someone else is ErrGCRunning.
+func takeGCPIDLock(p string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			fmt.Fprintf(f, "%d %s", os.Getpid(), host)
-			f.Close()
-			return func() { removeIfOurs(p, host) }, nil
+			return f, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("repack: %w", err)
+			return nil, fmt.Errorf("repack: lock gc.pid: %w", err)
 		}
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) < gcPIDMaxAge && !deadHere(p, host) {
+		fi, serr := os.Stat(p + ".lock")
+		if attempt > 0 || serr != nil || time.Since(fi.ModTime()) < gcPIDLockMaxAge {
 			return nil, ErrGCRunning
 		}
-		os.Remove(p) // older than git itself would honour, or its process is gone
+		os.Remove(p + ".lock") // only one memfsd per repo removes it (owner lock)
 	}
-	return nil, ErrGCRunning
+}
+
+// gcPIDLive reports whether gc.pid says a gc runs, as git judges it: the
+// file is younger than 12 hours and names a process of another host, or
+// one of this host that still runs (kill 0 succeeds, or EPERM) and is not
+// this process.
+func gcPIDLive(p, host string) bool {
+	fi, err := os.Stat(p)
+	if err != nil || time.Since(fi.ModTime()) > gcPIDMaxAge {
+		return false
+	}
+	pid, h, ok := gcPIDOwner(p)
+	if !ok {
+		return false // git too ignores a gc.pid it cannot parse
+	}
+	if h != host {
+		return true
+	}
+	if pid == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // gcPIDOwner reads gc.pid's "<pid> <host>".
@@ -393,15 +450,24 @@ func gcPIDOwner(p string) (int, string, bool) {
 	return pid, host, true
 }
 
-// deadHere reports whether gc.pid names a process of this host that no
-// longer runs (as git gc itself checks).
-func deadHere(p, host string) bool {
-	pid, h, ok := gcPIDOwner(p)
-	return ok && h == host && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// removeIfOurs removes gc.pid only while it is still ours.
-func removeIfOurs(p, host string) {
+// releaseGCPID removes gc.pid while it is still ours, under gc.pid.lock so
+// it never removes a gc.pid a git gc has just taken over. When the lock is
+// busy the file stays; it names this process, which the next repack takes
+// for stale, and git for gone once the daemon exits.
+func releaseGCPID(p, host string) {
+	var lock *os.File
+	for try := 0; ; try++ { // git holds it for microseconds
+		var err error
+		if lock, err = os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			break
+		}
+		if try == 50 || !errors.Is(err, fs.ErrExist) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	defer os.Remove(lock.Name())
+	lock.Close()
 	if pid, h, ok := gcPIDOwner(p); ok && pid == os.Getpid() && h == host {
 		os.Remove(p)
 	}

@@ -213,7 +213,7 @@ func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 		res.Conflicts = append(res.Conflicts, conflicts...)
 	}
 	res.Head = tip
-	return res, r.objs.flush(false)
+	return res, r.objs.flush(true)
 }
 
 // mergeChanges turns one local commit's file changes into changes on top of
@@ -350,7 +350,7 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 	}
 	r.objs.rememberCommit(h, tree)
 	res.Head, res.Replayed = h, 1
-	return res, r.objs.flush(false)
+	return res, r.objs.flush(true)
 }
 
 // clashesAt reports whether a file at p would clash with tree: a folder

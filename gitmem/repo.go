@@ -105,6 +105,7 @@ type Repo struct {
 // Close stops the repo's background work (refilling spare files).
 func (r *Repo) Close() error {
 	r.spares.stop()
+	r.objs.close()
 	if r.owner != nil {
 		r.owner.Close()
 		r.owner = nil
@@ -129,6 +130,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	clearFetchLeftovers(gitDir, staleFetchAge)
+	r.objs.watch()
 	r.spares.start()
 	return r, nil
 }

@@ -98,7 +98,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
-	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects and refs (faster; a power cut may lose recent commits)")
+	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects, refs and the memory tool's files (faster; a power cut may lose recent writes and commits)")
 	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
 	f.StringVar(&g.adminListen, "admin-listen", "", "the operator's API (block set, accept, adding agents): unix:///path or 127.0.0.1:PORT (default unix://<home>/admin.sock, mode 0600; env MEMFSD_ADMIN_LISTEN); never give it to the agent")
 	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
