@@ -311,6 +311,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// A client that dies mid-body must not leave receive-pack waiting on its
+	// stdin for good (Close waits for every request): the body has two
+	// minutes to arrive. net/http clears the deadline for the connection's
+	// next request.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyDeadline))
 	// Go's CGI handler cannot pass a chunked body on: buffer it and give the
 	// backend a Content-Length.
 	if r.Body != nil && r.ContentLength < 0 {
@@ -356,6 +361,9 @@ func (s *Server) ensureRepo(dir string) error {
 	}
 	return nil
 }
+
+// bodyDeadline bounds the time a request's body may take to arrive.
+const bodyDeadline = 2 * time.Minute
 
 func resetConn(w http.ResponseWriter) {
 	hj, ok := w.(http.Hijacker)
