@@ -62,7 +62,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", short(new), err)
 		}
 	}
-	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	ix, err := r.readIndex()
 	if err != nil {
 		return err
 	}
@@ -75,13 +75,18 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 		return err
 	}
 	ix.smudgeRacy(touched)
-	if err := lk.write(ix.encode(), false); err != nil {
+	data := ix.encode()
+	if err := lk.write(data, false); err != nil {
 		return err
 	}
 	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(why)); err != nil {
 		return err
 	}
-	return lk.commit()
+	if err := lk.commit(); err != nil {
+		return err
+	}
+	r.ixc.wrote(ix, data)
+	return nil
 }
 
 // replaceFiles brings the work tree from one tree to the next, change by

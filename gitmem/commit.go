@@ -173,7 +173,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			return res, err
 		}
 	}
-	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	ix, err := r.readIndex()
 	if err != nil {
 		return res, err
 	}
@@ -291,7 +291,8 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		defer ref.rollback()
 	}
 	ix.smudgeRacy(touched)
-	if err := lk.write(ix.encode(), false); err != nil {
+	ixData := ix.encode()
+	if err := lk.write(ixData, false); err != nil {
 		return res, err
 	}
 	if err := r.objs.flush(ref != nil); err != nil {
@@ -307,6 +308,8 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		// The commit is in; only the index is stale (git status shows the
 		// change as staged-back). The next write rebuilds those entries.
 		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
+	} else {
+		r.ixc.wrote(ix, ixData)
 	}
 	return res, nil
 }

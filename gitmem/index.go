@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -54,27 +52,6 @@ type indexEntryInfo struct {
 }
 
 var errIndexFormat = errors.New("unsupported index format")
-
-// readRawIndex parses path. A missing file is an empty index.
-func readRawIndex(path string) (*rawIndex, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &rawIndex{version: 2}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
-	}
-	var mtime int64
-	if fi, err := os.Stat(path); err == nil {
-		mtime = fi.ModTime().Unix()
-	}
-	ix, err := parseRawIndex(data)
-	if err != nil {
-		return nil, err
-	}
-	ix.mtime = mtime
-	return ix, nil
-}
 
 func parseRawIndex(data []byte) (*rawIndex, error) {
 	if len(data) < indexHeaderLen+indexTrailerSize || string(data[:4]) != "DIRC" {

@@ -118,7 +118,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	} else if cur != local {
 		return local, nil, fmt.Errorf("%w: HEAD moved during the outgoing check", ErrRefMoved)
 	}
-	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	ix, err := r.readIndex()
 	if err != nil {
 		return local, nil, err
 	}
@@ -208,7 +208,8 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		return local, nil, err
 	}
 	ix.smudgeRacy(touched)
-	if err := lk.write(ix.encode(), false); err != nil {
+	ixData := ix.encode()
+	if err := lk.write(ixData, false); err != nil {
 		return local, nil, err
 	}
 	if tip != local {
@@ -218,6 +219,8 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	}
 	if err := lk.commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
+	} else {
+		r.ixc.wrote(ix, ixData)
 	}
 	r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
 	return tip, done, nil

@@ -84,6 +84,7 @@ type Repo struct {
 
 	syncMu sync.Mutex
 	mu     sync.Mutex
+	ixc    indexCache // .git/index as last read or written
 	st     *filesystem.Storage
 	objs   *objectStore
 	spares *spares

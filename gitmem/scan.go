@@ -53,7 +53,7 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 			return nil, err
 		}
 	}
-	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	ix, err := r.readIndex()
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (r *Repo) refreshIndex(paths []string) {
 		return
 	}
 	defer lk.rollback()
-	ix, err := readRawIndex(filepath.Join(r.GitDir, "index"))
+	ix, err := r.readIndex()
 	if err != nil {
 		return
 	}
@@ -157,8 +157,9 @@ func (r *Repo) refreshIndex(paths []string) {
 		skip[p] = true
 	}
 	ix.smudgeRacy(skip)
-	if lk.write(ix.encode(), false) == nil {
-		_ = lk.commit()
+	data := ix.encode()
+	if lk.write(data, false) == nil && lk.commit() == nil {
+		r.ixc.wrote(ix, data)
 	}
 }
 

@@ -1,0 +1,102 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// indexCache keeps .git/index parsed between writes, so a write does not
+// read and parse every file's entry again (at 10,000 files that was a
+// third of a commit's CPU). It is trusted only while the file on disk ends
+// with the checksum of what was cached, at the same size: git and memfsd
+// rewrite the index through index.lock and a rename, and the trailing
+// SHA-1 covers every byte before it, so any change by anyone shows there.
+// An index without a checksum (git's index.skipHash) is always read.
+type indexCache struct {
+	mu      sync.Mutex
+	version uint32
+	entries []rawEntry // never changed in place: readers get a copy
+	sum     [indexTrailerSize]byte
+	size    int64
+}
+
+// read returns the index at path, from the cache when it is current. The
+// caller owns the result and may change it.
+func (c *indexCache) read(path string) (*rawIndex, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.forget()
+		return &rawIndex{version: 2}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	mtime := st.Mtim.Sec
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries != nil && st.Size == c.size && st.Size >= indexHeaderLen+indexTrailerSize {
+		var sum [indexTrailerSize]byte
+		if _, err := f.ReadAt(sum[:], st.Size-indexTrailerSize); err == nil && sum == c.sum {
+			return &rawIndex{version: c.version, entries: slices.Clone(c.entries), mtime: mtime}, nil
+		}
+	}
+	data := make([]byte, st.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	ix, err := parseRawIndex(data)
+	if err != nil {
+		c.entries = nil
+		return nil, err
+	}
+	ix.mtime = mtime
+	c.keep(ix, data)
+	ix.entries = slices.Clone(ix.entries)
+	return ix, nil
+}
+
+// wrote records that data, the encoding of ix, is now the index on disk.
+// ix must not change afterwards.
+func (c *indexCache) wrote(ix *rawIndex, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep(ix, data)
+}
+
+func (c *indexCache) keep(ix *rawIndex, data []byte) {
+	c.entries = nil
+	if len(data) < indexHeaderLen+indexTrailerSize {
+		return
+	}
+	copy(c.sum[:], data[len(data)-indexTrailerSize:])
+	if c.sum == ([indexTrailerSize]byte{}) {
+		return // no checksum to recognise it by
+	}
+	c.version, c.entries, c.size = ix.version, ix.entries, int64(len(data))
+	if c.entries == nil {
+		c.entries = []rawEntry{}
+	}
+}
+
+func (c *indexCache) forget() {
+	c.mu.Lock()
+	c.entries = nil
+	c.mu.Unlock()
+}
+
+// readIndex reads .git/index, through the cache.
+func (r *Repo) readIndex() (*rawIndex, error) {
+	return r.ixc.read(filepath.Join(r.GitDir, "index"))
+}
