@@ -75,7 +75,10 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 		return err
 	}
 	ix.smudgeRacy(touched)
-	data := ix.encode()
+	data, err := r.encodeIndex(ix)
+	if err != nil {
+		return err
+	}
 	if err := lk.write(data, false); err != nil {
 		return err
 	}

@@ -291,7 +291,10 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		defer ref.rollback()
 	}
 	ix.smudgeRacy(touched)
-	ixData := ix.encode()
+	ixData, err := r.encodeIndex(ix)
+	if err != nil {
+		return res, err
+	}
 	if err := lk.write(ixData, false); err != nil {
 		return res, err
 	}

@@ -7,3 +7,11 @@ func SetBeforeMove(r *Repo, f func()) { r.beforeMove = f }
 
 // TakeGCPID takes .git/gc.pid as a repack does and returns its release.
 func TakeGCPID(r *Repo) (func(), error) { return r.takeGCPID() }
+
+// SetSplitMinEntries sets how many index entries make memfsd write a split
+// index, and returns a function that puts the old value back.
+func SetSplitMinEntries(n int) func() {
+	old := splitMinEntries
+	splitMinEntries = n
+	return func() { splitMinEntries = old }
+}

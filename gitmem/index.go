@@ -33,6 +33,9 @@ type rawIndex struct {
 	version uint32
 	entries []rawEntry
 	mtime   int64 // seconds; racy-git reference point (0: no index)
+	// base is the shared index the entries were read over (a split
+	// index), which the next write is split over too; nil when whole.
+	base *sharedIndex
 }
 
 type rawEntry struct {
@@ -53,13 +56,16 @@ type indexEntryInfo struct {
 
 var errIndexFormat = errors.New("unsupported index format")
 
-func parseRawIndex(data []byte) (*rawIndex, error) {
+// parseRawIndex parses an index file's bytes; link is its split-index
+// extension (nil for a whole index), whose shared entries the caller
+// merges in.
+func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 	if len(data) < indexHeaderLen+indexTrailerSize || string(data[:4]) != "DIRC" {
-		return nil, fmt.Errorf("read index: %w: bad header", errIndexFormat)
+		return nil, nil, fmt.Errorf("read index: %w: bad header", errIndexFormat)
 	}
-	ix := &rawIndex{version: binary.BigEndian.Uint32(data[4:8])}
+	ix = &rawIndex{version: binary.BigEndian.Uint32(data[4:8])}
 	if ix.version != 2 && ix.version != 3 {
-		return nil, fmt.Errorf("read index: %w: version %d (memfsd writes 2 and 3)", errIndexFormat, ix.version)
+		return nil, nil, fmt.Errorf("read index: %w: version %d (memfsd writes 2 and 3)", errIndexFormat, ix.version)
 	}
 	n := int(binary.BigEndian.Uint32(data[8:12]))
 	ix.entries = make([]rawEntry, 0, n+1)
@@ -67,7 +73,7 @@ func parseRawIndex(data []byte) (*rawIndex, error) {
 	end := len(data) - indexTrailerSize
 	for i := 0; i < n; i++ {
 		if off+indexEntryFixed > end {
-			return nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
+			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
 		}
 		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
 		fixed := indexEntryFixed
@@ -78,13 +84,13 @@ func parseRawIndex(data []byte) (*rawIndex, error) {
 		if nameLen == flagNameMask {
 			nul := bytes.IndexByte(data[off+fixed:end], 0)
 			if nul < 0 {
-				return nil, fmt.Errorf("read index: %w: unterminated path", errIndexFormat)
+				return nil, nil, fmt.Errorf("read index: %w: unterminated path", errIndexFormat)
 			}
 			nameLen = nul
 		}
 		size := (fixed + nameLen + 8) &^ 7
 		if off+size > end {
-			return nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
+			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
 		}
 		ix.entries = append(ix.entries, rawEntry{
 			path:  string(data[off+fixed : off+fixed+nameLen]),
@@ -93,15 +99,25 @@ func parseRawIndex(data []byte) (*rawIndex, error) {
 		})
 		off += size
 	}
-	// Extensions follow; a split index ("link") cannot be patched.
+	// Extensions follow: a split index's "link" is read; a sparse index
+	// ("sdir") cannot be patched; the rest git rebuilds.
 	for off+8 <= end {
 		sig := string(data[off : off+4])
-		if sig == "link" || sig == "sdir" {
-			return nil, fmt.Errorf("read index: %w: %s extension", errIndexFormat, sig)
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		if size > end-off-8 {
+			return nil, nil, fmt.Errorf("read index: %w: truncated %q extension", errIndexFormat, sig)
 		}
-		off += 8 + int(binary.BigEndian.Uint32(data[off+4:off+8]))
+		switch sig {
+		case "sdir":
+			return nil, nil, fmt.Errorf("read index: %w: %s extension", errIndexFormat, sig)
+		case "link":
+			if link, err = parseIndexLink(data[off+8 : off+8+size]); err != nil {
+				return nil, nil, err
+			}
+		}
+		off += 8 + size
 	}
-	return ix, nil
+	return ix, link, nil
 }
 
 // find returns the position of path's first entry, and whether it exists.

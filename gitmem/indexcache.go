@@ -22,9 +22,13 @@ import (
 type indexCache struct {
 	mu      sync.Mutex
 	version uint32
-	entries []rawEntry // never changed in place: readers get a copy
+	entries []rawEntry   // never changed in place: readers get a copy
+	base    *sharedIndex // the shared index entries was read over, if split
 	sum     [indexTrailerSize]byte
 	size    int64
+	// shared is the last shared index read or written (files named by
+	// their checksum never change).
+	shared *sharedIndex
 }
 
 // read returns the index at path, from the cache when it is current. The
@@ -49,14 +53,17 @@ func (c *indexCache) read(path string) (*rawIndex, error) {
 	if c.entries != nil && st.Size == c.size && st.Size >= indexHeaderLen+indexTrailerSize {
 		var sum [indexTrailerSize]byte
 		if _, err := f.ReadAt(sum[:], st.Size-indexTrailerSize); err == nil && sum == c.sum {
-			return &rawIndex{version: c.version, entries: slices.Clone(c.entries), mtime: mtime}, nil
+			return &rawIndex{version: c.version, entries: slices.Clone(c.entries), mtime: mtime, base: c.base}, nil
 		}
 	}
 	data := make([]byte, st.Size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, fmt.Errorf("read index: %w", err)
 	}
-	ix, err := parseRawIndex(data)
+	ix, link, err := parseRawIndex(data)
+	if err == nil && link != nil {
+		err = c.mergeShared(filepath.Dir(path), ix, link)
+	}
 	if err != nil {
 		c.entries = nil
 		return nil, err
@@ -84,10 +91,36 @@ func (c *indexCache) keep(ix *rawIndex, data []byte) {
 	if c.sum == ([indexTrailerSize]byte{}) {
 		return // no checksum to recognise it by
 	}
-	c.version, c.entries, c.size = ix.version, ix.entries, int64(len(data))
+	c.version, c.entries, c.base, c.size = ix.version, ix.entries, ix.base, int64(len(data))
 	if c.entries == nil {
 		c.entries = []rawEntry{}
 	}
+}
+
+// mergeShared makes ix, read from a split index, whole: its shared index
+// merged in (git's merge_base_index), and remembered as its base.
+func (c *indexCache) mergeShared(gitDir string, ix *rawIndex, link *indexLink) error {
+	base := c.shared
+	if base == nil || base.name != link.base {
+		var err error
+		if base, err = readSharedIndex(gitDir, link.base); err != nil {
+			return err
+		}
+		c.shared = base
+	}
+	entries, err := mergeSplit(base.entries, ix.entries, link)
+	if err != nil {
+		return err
+	}
+	ix.entries, ix.base = entries, base
+	return nil
+}
+
+// keepShared remembers a shared index memfsd has just written.
+func (c *indexCache) keepShared(s *sharedIndex) {
+	c.mu.Lock()
+	c.shared = s
+	c.mu.Unlock()
 }
 
 func (c *indexCache) forget() {

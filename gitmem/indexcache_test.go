@@ -1,6 +1,8 @@
 package gitmem_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,6 +31,7 @@ func TestRepo_IndexChangedBetweenWrites(t *testing.T) {
 	}
 	// The same index size, only the mode bytes differ.
 	git(t, r.Dir, "update-index", "--chmod=+x", "b.md")
+	os.Chmod(filepath.Join(r.Dir, "b.md"), 0o755)
 	commit("c.md")
 	if got := git(t, r.Dir, "ls-files", "-s", "b.md"); !strings.HasPrefix(got, "100755") {
 		t.Fatalf("b.md in the index after memfsd's write: %q, want mode 100755", got)

@@ -208,7 +208,10 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		return local, nil, err
 	}
 	ix.smudgeRacy(touched)
-	ixData := ix.encode()
+	ixData, err := r.encodeIndex(ix)
+	if err != nil {
+		return local, nil, err
+	}
 	if err := lk.write(ixData, false); err != nil {
 		return local, nil, err
 	}

@@ -85,11 +85,14 @@ type Repo struct {
 	syncMu sync.Mutex
 	mu     sync.Mutex
 	ixc    indexCache // .git/index as last read or written
-	st     *filesystem.Storage
-	objs   *objectStore
-	spares *spares
-	owner  *os.File // shared flock: see claim
-	log    *slog.Logger
+	// splitOff: core.splitIndex is false (read once, see encodeIndex).
+	splitOnce sync.Once
+	splitOff  bool
+	st        *filesystem.Storage
+	objs      *objectStore
+	spares    *spares
+	owner     *os.File // shared flock: see claim
+	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
 	// checkout writes files in bulk (writeFresh).

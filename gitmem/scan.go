@@ -157,8 +157,8 @@ func (r *Repo) refreshIndex(paths []string) {
 		skip[p] = true
 	}
 	ix.smudgeRacy(skip)
-	data := ix.encode()
-	if lk.write(data, false) == nil && lk.commit() == nil {
+	data, err := r.encodeIndex(ix)
+	if err == nil && lk.write(data, false) == nil && lk.commit() == nil {
 		r.ixc.wrote(ix, data)
 	}
 }

@@ -1,0 +1,138 @@
+package gitmem_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+// indexIsSplit reports whether .git/index carries a split index's link.
+func indexIsSplit(t *testing.T, dir string) bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(data[12:], []byte("link"))
+}
+
+func sharedIndexes(t *testing.T, dir string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, ".git", "sharedindex.*"))
+	return m
+}
+
+// indexMatchesHead: git's view of the index (the split merged) is HEAD's
+// tree, and git status sees the work tree clean, with nothing staged.
+func indexMatchesHead(t *testing.T, dir string) {
+	t.Helper()
+	var want strings.Builder
+	for _, l := range strings.Split(git(t, dir, "ls-tree", "-r", "HEAD"), "\n") {
+		// "<mode> blob <hash>\t<path>" → "<mode> <hash> 0\t<path>"
+		f := strings.Fields(strings.SplitN(l, "\t", 2)[0])
+		fmt.Fprintf(&want, "%s %s 0\t%s\n", f[0], f[2], strings.SplitN(l, "\t", 2)[1])
+	}
+	if got := git(t, dir, "ls-files", "-s"); got+"\n" != want.String() {
+		t.Fatalf("git ls-files -s differs from HEAD's tree:\n%s\nwant\n%s", got, want.String())
+	}
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status: %q", st)
+	}
+}
+
+// memfsd writes a split index over a shared one once the index is big,
+// and the git CLI reads it as the whole: ls-files equals HEAD's tree,
+// status is clean; a person's staged change and git's own split index
+// (core.splitIndex) are read and kept; many changes start a new shared
+// index, and the old one stays for git's temporary indexes.
+func TestRepo_SplitIndex(t *testing.T) {
+	defer gitmem.SetSplitMinEntries(40)()
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "split")
+	commitN(t, r, 0, 39)
+	if indexIsSplit(t, r.Dir) || len(sharedIndexes(t, r.Dir)) != 0 {
+		t.Fatal("a split index below the threshold")
+	}
+	commitN(t, r, 39, 3)
+	if !indexIsSplit(t, r.Dir) || len(sharedIndexes(t, r.Dir)) != 1 {
+		t.Fatalf("no split index at 42 entries: %v", sharedIndexes(t, r.Dir))
+	}
+	indexMatchesHead(t, r.Dir)
+	first := sharedIndexes(t, r.Dir)[0]
+
+	// Updates (replaced entries), a delete (a deleted entry), additions.
+	writeFile(t, r.Dir, "notes/n0003.md", "changed\n")
+	writeFile(t, r.Dir, "notes/n0010.md", "changed too\n")
+	os.Remove(filepath.Join(r.Dir, "notes/n0007.md"))
+	if _, err := r.CommitWrite([]string{"notes/n0003.md", "notes/n0010.md", "notes/n0007.md"}, "memory: three"); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, r, 100, 2)
+	if sharedIndexes(t, r.Dir)[0] != first || len(sharedIndexes(t, r.Dir)) != 1 {
+		t.Fatalf("a new shared index for a few changes: %v", sharedIndexes(t, r.Dir))
+	}
+	indexMatchesHead(t, r.Dir)
+
+	// A person stages a file and unstages a tracked one (git writes the
+	// split index itself); memfsd's next write keeps both.
+	writeFile(t, r.Dir, "staged.md", "staged by a person\n")
+	git(t, r.Dir, "add", "staged.md")
+	git(t, r.Dir, "rm", "-q", "--cached", "notes/n0001.md")
+	commitN(t, r, 200, 1)
+	if got := git(t, r.Dir, "diff", "--cached", "--name-status"); got != "D\tnotes/n0001.md\nA\tstaged.md" {
+		t.Fatalf("staged after memfsd's write: %q", got)
+	}
+	git(t, r.Dir, "commit", "-q", "-m", "a person's commit")
+	git(t, r.Dir, "add", "notes/n0001.md")
+	git(t, r.Dir, "commit", "-q", "-m", "back")
+	commitN(t, r, 201, 1)
+	indexMatchesHead(t, r.Dir)
+
+	// git's own split index, over its own shared index.
+	git(t, r.Dir, "config", "core.splitIndex", "true")
+	git(t, r.Dir, "update-index", "--split-index")
+	commitN(t, r, 300, 2)
+	indexMatchesHead(t, r.Dir)
+
+	// Changes past 20% of the shared index start a new one.
+	before := len(sharedIndexes(t, r.Dir))
+	commitN(t, r, 400, 15)
+	if !indexIsSplit(t, r.Dir) || len(sharedIndexes(t, r.Dir)) <= before {
+		t.Fatalf("no new shared index after 15 changes: %v", sharedIndexes(t, r.Dir))
+	}
+	if _, err := os.Stat(first); err != nil {
+		t.Fatalf("the first shared index went before its expiry: %v", err)
+	}
+	indexMatchesHead(t, r.Dir)
+
+	// Bitmaps past their first 64-bit word: a shared index of ~150
+	// entries, an entry near its end replaced and one deleted.
+	commitN(t, r, 600, 100)
+	writeFile(t, r.Dir, "notes/n0690.md", "changed late\n")
+	os.Remove(filepath.Join(r.Dir, "notes/n0650.md"))
+	if _, err := r.CommitWrite([]string{"notes/n0690.md", "notes/n0650.md"}, "memory: two late"); err != nil {
+		t.Fatal(err)
+	}
+	indexMatchesHead(t, r.Dir)
+
+	// core.splitIndex = false: memfsd writes the whole index.
+	git(t, r.Dir, "config", "core.splitIndex", "false")
+	r.Close()
+	r2, err := gitmem.Open(r.Dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	commitN(t, r2, 500, 1)
+	if indexIsSplit(t, r.Dir) {
+		t.Fatal("a split index although core.splitIndex is false")
+	}
+	indexMatchesHead(t, r.Dir)
+	git(t, r.Dir, "fsck", "--strict")
+}
