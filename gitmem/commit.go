@@ -291,6 +291,9 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		defer ref.rollback()
 	}
 	ix.smudgeRacy(touched)
+	if ref == nil && !ix.dirty {
+		return res, nil // nothing new, every stat recorded as it is: no write
+	}
 	ixData, err := r.encodeIndex(ix)
 	if err != nil {
 		return res, err

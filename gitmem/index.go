@@ -36,6 +36,8 @@ type rawIndex struct {
 	// base is the shared index the entries were read over (a split
 	// index), which the next write is split over too; nil when whole.
 	base *sharedIndex
+	// dirty: an entry was added, removed or changed since the read.
+	dirty bool
 }
 
 type rawEntry struct {
@@ -167,18 +169,27 @@ func (ix *rawIndex) remove(path string) {
 		m++
 	}
 	ix.entries = slices.Delete(ix.entries, k, m)
+	if j > i || m > k {
+		ix.dirty = true
+	}
 }
 
 // set records path at stage 0 with the given object and stat, replacing
 // conflict stages, anything below path/ and a file at any parent folder.
 func (ix *rawIndex) set(path string, h plumbing.Hash, mode filemode.FileMode, st *syscall.Stat_t) {
+	data := encodeIndexEntry(path, h, mode, st)
+	if i, ok := ix.find(path); ok && ix.entries[i].stage == 0 && bytes.Equal(ix.entries[i].data, data) &&
+		(i+1 == len(ix.entries) || ix.entries[i+1].path != path) {
+		return // recorded as it is (a file entry has nothing below path/)
+	}
+	ix.dirty = true
 	ix.remove(path)
 	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
 		if i, ok := ix.find(dir); ok {
 			ix.entries = slices.Delete(ix.entries, i, i+1)
 		}
 	}
-	e := rawEntry{path: path, data: encodeIndexEntry(path, h, mode, st)}
+	e := rawEntry{path: path, data: data}
 	i, _ := ix.find(path)
 	ix.entries = slices.Insert(ix.entries, i, e)
 }
@@ -236,6 +247,7 @@ func (ix *rawIndex) smudgeRacy(skip map[string]bool) {
 			d := slices.Clone(e.data)
 			binary.BigEndian.PutUint32(d[36:40], 0)
 			e.data = d
+			ix.dirty = true
 		}
 	}
 }

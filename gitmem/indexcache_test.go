@@ -1,11 +1,16 @@
 package gitmem_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
@@ -42,4 +47,44 @@ func TestRepo_IndexChangedBetweenWrites(t *testing.T) {
 		t.Fatalf("status: %q", st)
 	}
 	git(t, r.Dir, "fsck", "--strict")
+}
+
+// A write that changes nothing (the watcher's or a turn's re-check of a
+// file the tool already committed) leaves .git/index as it is; a changed
+// stat is still recorded.
+func TestRepo_UnchangedWriteLeavesIndex(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "same")
+	writeFile(t, r.Dir, "a.md", "text\n")
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(r.Dir, "a.md"), past, past)
+	if _, err := r.CommitWrite([]string{"a.md"}, "memory: create a.md"); err != nil {
+		t.Fatal(err)
+	}
+	ino := func() uint64 {
+		fi, err := os.Stat(filepath.Join(r.GitDir, "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := ino()
+	if _, err := r.CommitWrite([]string{"a.md"}, "memory: again"); !errors.Is(err, gitmem.ErrNothingToCommit) {
+		t.Fatalf("re-check: %v", err)
+	}
+	if ino() != before {
+		t.Fatal("the index was rewritten for a write that changed nothing")
+	}
+	// The same content with a new mtime: recorded, so git need not re-read it.
+	later := past.Add(time.Minute)
+	os.Chtimes(filepath.Join(r.Dir, "a.md"), later, later)
+	if _, err := r.CommitWrite([]string{"a.md"}, "memory: again"); !errors.Is(err, gitmem.ErrNothingToCommit) {
+		t.Fatal(err)
+	}
+	if ino() == before {
+		t.Fatal("a new stat was not recorded")
+	}
+	if got := git(t, r.Dir, "ls-files", "--debug", "a.md"); !strings.Contains(got, fmt.Sprintf("mtime: %d:", later.Unix())) {
+		t.Fatalf("index entry: %q, want mtime %d", got, later.Unix())
+	}
 }
