@@ -13,4 +13,11 @@ export MEMFSD_CHAOS_WRITES=${WRITES:-6400} # operations; about 80% are writes
 # The long run uses the binary people deploy; CI's short run (go test) runs
 # the daemons under the race detector. RACE=1 keeps it for the long run too.
 [ "${RACE:-0}" = 1 ] || export MEMFSD_NORACE=1
-go test -count=1 -run '^TestChaos$' -v -timeout 120m ./cmd/memfsd/ 2>&1 | grep -E '^CHAOS|chaos_test.go|--- (PASS|FAIL)|^(ok|FAIL)'
+# The whole output (a timeout's goroutine dump, the daemons' logs on a
+# failure) is kept in LOG; the summary lines are printed.
+LOG=${LOG:-${TMPDIR:-/tmp}/memfsd-chaos.log}
+rc=0
+go test -count=1 -run '^TestChaos$' -v -timeout 120m ./cmd/memfsd/ >"$LOG" 2>&1 || rc=$?
+grep -E '^CHAOS|chaos_test.go|--- (PASS|FAIL)|^(ok|FAIL)|^panic: ' "$LOG" || true
+[ "$rc" = 0 ] || echo "chaos: go test exited $rc; the whole output is in $LOG" >&2
+exit "$rc"

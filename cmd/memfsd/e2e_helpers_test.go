@@ -117,6 +117,9 @@ func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...stri
 	p.cmd = exec.Command(binPath, full...)
 	p.cmd.Env = append(os.Environ(), "MEMFSD_TOKEN="+token)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	// Wait returns at most this long after the daemon exits, even if
+	// something still held its output pipe: a clean-up never hangs on it.
+	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type Server struct {
 	backend string
 	http    *httptest.Server
 	done    chan struct{} // closed by Close: hanging requests end
+	// devNull takes the backend's stderr: a file, not a pipe, so a CGI
+	// request never waits on a pipe that a child of git (a detached
+	// `git gc --auto` after a push) might still hold.
+	devNull *os.File
 	once    sync.Once
 
 	mu     sync.Mutex
@@ -121,7 +125,11 @@ func Start(root, token string) (*Server, error) {
 	if _, err := os.Stat(backend); err != nil {
 		return nil, fmt.Errorf("find git-http-backend: %w", err)
 	}
-	s := &Server{Root: root, token: token, backend: backend, done: make(chan struct{})}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	s := &Server{Root: root, token: token, backend: backend, done: make(chan struct{}), devNull: devNull}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL
 	return s, nil
@@ -131,6 +139,7 @@ func Start(root, token string) (*Server, error) {
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.done) })
 	s.http.Close()
+	s.devNull.Close()
 }
 
 // SetStrict makes the server answer 404 for repositories that do not exist
@@ -336,7 +345,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"GIT_PROJECT_ROOT=" + s.Root,
 			"GIT_HTTP_EXPORT_ALL=1",
 		},
-		Stderr: io.Discard, // refused compare-and-swaps are expected in tests
+		Stderr: s.devNull, // refused compare-and-swaps are expected in tests
 	}
 	h.ServeHTTP(w, r)
 }
