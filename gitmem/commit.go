@@ -130,7 +130,7 @@ type CommitResult struct {
 // the paths' depth and the index size, never the number of commits.
 func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	res, err := r.commit(req, time.Now())
 	if err != nil {
 		return res, fmt.Errorf("commit %s: %w", strings.Join(req.Paths, ", "), err)

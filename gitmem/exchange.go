@@ -230,7 +230,7 @@ func readDisplaced(p string) (displaced, error) {
 // returns the paths it wrote back.
 func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return nil, err

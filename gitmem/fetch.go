@@ -101,7 +101,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 			}
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	// Network, and the pack's check and index: all without r.mu.
 	var pk *fetchedPack
 	if !has {
@@ -112,7 +112,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	// Local: publish the pack (two renames), move the tracking ref.
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if pk != nil {
 		if err := r.installPack(pk, tip); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
@@ -244,7 +244,7 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 		return PullResult{}, fmt.Errorf("pull: fetch: %w", err)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	local, err := r.Head()
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)

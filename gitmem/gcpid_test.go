@@ -53,7 +53,7 @@ func TestRepo_GCPIDWithGitGC(t *testing.T) {
 	}
 	sleeper.Process.Kill()
 	sleeper.Wait()
-	if res, err := r.Repack(context.Background(), 1); err != nil || res.Packed == 0 {
+	if res, err := r.Repack(context.Background(), 1); err != nil || res.Pack == "" {
 		t.Fatalf("repack once that gc is gone: %+v %v", res, err)
 	}
 	git(t, r.Dir, "fsck", "--strict")
@@ -115,7 +115,7 @@ func TestRepo_GCPIDStale(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res.Packed == 0 {
+			if err != nil || res.Pack == "" {
 				t.Fatalf("the stale file held the repack off: %+v %v", res, err)
 			}
 			for _, p := range []string{pid, pid + ".lock"} {

@@ -6,12 +6,12 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -21,22 +21,26 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
-// objectStore writes loose objects directly (go-git's SetEncodedObject
-// stages every object in a temp file under objects/pack and re-writes
-// objects a pack already holds) and reads through go-git's storage.
+// objectStore writes objects itself, one small pack per flush (go-git's
+// SetEncodedObject stages every object in a temp file under objects/pack
+// and re-writes objects a pack already holds), and reads through go-git's
+// storage with its own recent objects in front (writepack.go).
 type objectStore struct {
 	dir  string // .git/objects
 	st   *filesystem.Storage
+	rd   objectReader // st, with pending and recent objects in front
 	sync bool
-	// written are the files created since the last flush, to fsync before a
-	// ref may point at them.
-	written []string
-	dirs    map[string]bool
-	// present caches object ids known to exist and fanout folders known to
-	// exist; trees caches decoded trees (the root and the folders on hot
-	// paths are read back at every write).
+	// pending are the objects written since the last flush (pendingAt
+	// indexes them); recent locates the objects of the packs written since
+	// go-git last re-read the pack list.
+	pending   []pendingObject
+	pendingAt map[plumbing.Hash]int
+	recent    map[plumbing.Hash]recentObject
+	// kept are the .keep files of packs whose refs may not have moved yet.
+	kept []string
+	// present caches object ids known to exist; trees caches decoded trees
+	// (the root and the folders on hot paths are read back at every write).
 	present map[plumbing.Hash]bool
-	fanout  map[string]bool
 	trees   map[plumbing.Hash]*object.Tree
 	// commitTrees maps commits to their root trees: a write reads its
 	// parent's tree, which is nearly always the commit written before.
@@ -45,8 +49,10 @@ type objectStore struct {
 	// over and over.
 	commits map[plumbing.Hash]*object.Commit
 	spares  *spares
-	// looseSince counts loose objects written since the last repack began.
+	// looseSince counts objects written since the last repack began, and
+	// writePacks the packs they went into.
 	looseSince atomic.Int64
+	writePacks atomic.Int64
 	// syncMu guards syncFD: the objects folder, held open for the repo's
 	// life so syncfs reports every writeback error since it was opened (a
 	// fresh descriptor would miss those from before it).
@@ -89,12 +95,14 @@ func (s *objectStore) remember(h plumbing.Hash, t *object.Tree) {
 }
 
 func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectStore {
-	return &objectStore{
-		dir: filepath.Join(gitDir, "objects"), st: st, sync: sync, dirs: map[string]bool{},
-		present: map[plumbing.Hash]bool{}, fanout: map[string]bool{}, trees: map[plumbing.Hash]*object.Tree{},
+	s := &objectStore{
+		dir: filepath.Join(gitDir, "objects"), st: st, sync: sync,
+		present: map[plumbing.Hash]bool{}, trees: map[plumbing.Hash]*object.Tree{},
 		commitTrees: map[plumbing.Hash]plumbing.Hash{},
 		commits:     map[plumbing.Hash]*object.Commit{},
 	}
+	s.rd = objectReader{EncodedObjectStorer: st, s: s}
+	return s
 }
 
 // zlibPool keeps compressors: a fresh one allocates ~600 KB of state.
@@ -119,10 +127,11 @@ func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
 // rereadPacks makes go-git look at objects/pack afresh: it drops the pack
 // list and closes the pack files it keeps open (a pack that a repack or a
 // person's git gc removed would otherwise stay open, its disk space held,
-// for the daemon's life).
+// for the daemon's life). go-git then sees the store's recent packs too.
 func (s *objectStore) rereadPacks() {
 	_ = s.st.ObjectStorage.Close() // go-git's storage stays usable: it reopens on demand
 	s.st.ObjectStorage.Reindex()
+	clear(s.recent)
 }
 
 // stalePacks reports whether err may come from go-git's stale view of the
@@ -130,6 +139,24 @@ func (s *objectStore) rereadPacks() {
 // listed is gone.
 func stalePacks(err error) bool {
 	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound)
+}
+
+// retryStale runs read, which needs an object that exists, and runs it
+// again after go-git re-reads the pack list while it fails as a stale list
+// would: the git CLI may have packed objects behind our back, and a
+// person's `git repack -a -d` removes dozens of packs one by one, so go-git
+// may list a pack that is gone when it opens it (and then keeps a partial
+// index). Five tries, 150 ms in all at most, and only on that error.
+func (s *objectStore) retryStale(read func() error) error {
+	err := read()
+	for i := 0; stalePacks(err) && i < 5; i++ {
+		if i > 0 {
+			time.Sleep(time.Duration(5<<i) * time.Millisecond)
+		}
+		s.rereadPacks()
+		err = read()
+	}
+	return err
 }
 
 // has reports whether the object exists, loose or packed.
@@ -141,7 +168,7 @@ func (s *objectStore) has(h plumbing.Hash) bool {
 		s.remember(h, nil)
 		return true
 	}
-	err := s.st.HasEncodedObject(h)
+	err := s.rd.HasEncodedObject(h)
 	if err != nil {
 		s.rereadPacks() // the git CLI may have packed it
 		err = s.st.HasEncodedObject(h)
@@ -158,86 +185,44 @@ func (s *objectStore) loosePath(h plumbing.Hash) string {
 	return filepath.Join(s.dir, hex[:2], hex[2:])
 }
 
-// write stores data as a loose object of type t unless it exists already.
+// write stores data as an object of type t unless it exists already: in
+// memory until the next flush packs it (writepack.go). data must not
+// change afterwards.
 func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := hashObject(t, data)
 	// Only the cache and the loose file are checked: asking go-git about
-	// packs costs an open per call, and an object both packed and loose is
-	// harmless (git itself allows it; gc drops the copy).
+	// packs costs an open per call, and an object in two packs, or packed
+	// and loose, is harmless (git itself allows it; gc drops the copy).
 	if s.present[h] {
+		return h, nil
+	}
+	if _, ok := s.pendingAt[h]; ok {
 		return h, nil
 	}
 	if _, err := os.Stat(s.loosePath(h)); err == nil {
 		s.remember(h, nil)
 		return h, nil
 	}
-	var buf bytes.Buffer
-	zw := zlibPool.Get().(*zlib.Writer)
-	defer zlibPool.Put(zw)
-	zw.Reset(&buf)
-	zw.Write(t.Bytes())
-	zw.Write([]byte{' '})
-	zw.Write(strconv.AppendInt(nil, int64(len(data)), 10))
-	zw.Write([]byte{0})
-	zw.Write(data)
-	if err := zw.Close(); err != nil {
-		return h, fmt.Errorf("compress object %s: %w", h, err)
-	}
-	path := s.loosePath(h)
-	dir := filepath.Dir(path)
-	if !s.fanout[dir] {
-		if err := os.Mkdir(dir, 0o755); err == nil {
-			s.dirs[dir] = true
-		} else if !errors.Is(err, fs.ErrExist) {
-			return h, fmt.Errorf("write object %s: %w", h, err)
-		}
-		s.fanout[dir] = true
-	}
-	// Written under a temporary name, read-only from the start, renamed into
-	// place: a crash never leaves a torn object under its real name.
-	f, tmp, err := s.spares.take()
-	if err != nil {
-		return h, fmt.Errorf("write object %s: %w", h, err)
-	}
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Chmod(0o444)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-		for attempt := 0; errors.Is(err, fs.ErrNotExist) && attempt < 5; attempt++ {
-			// `git gc` or `git repack -d` packed the loose objects and
-			// removed the fanout folder we knew (its prune-packed may do
-			// it again right after we make it): make it again.
-			delete(s.fanout, dir)
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = os.Rename(tmp, path)
-			}
-		}
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return h, fmt.Errorf("write object %s: %w", h, err)
-	}
-	s.remember(h, nil)
-	s.written = append(s.written, path)
-	s.looseSince.Add(1)
+	s.stage(h, t, data)
 	return h, nil
 }
 
 // flush makes the objects written so far durable before a ref may point at
-// them. One syncfs(2) on the repository's filesystem hardens every new
-// object file and the folders naming them at once: on a quiet filesystem it
-// costs about one fsync, where an fsync per object and per folder cost one
-// each.
-// With always, it syncs even when no object was written (a ref's new
-// value waits on it).
+// them: it writes them as one pack and its index, then one syncfs(2) on the
+// repository's filesystem hardens both and the folder naming them (on a
+// quiet filesystem about one fsync). With always, it syncs even when no
+// object was written (a ref's new value waits on it, and the files of a
+// fetch or a write beside the store).
+// If the pack cannot be written, the objects are forgotten (no cache says
+// they exist) and the caller's ref must not move.
 func (s *objectStore) flush(always bool) error {
-	defer func() { s.written = s.written[:0]; clear(s.dirs) }()
-	if len(s.written) == 0 && !always {
+	wrote := len(s.pending) > 0
+	if err := s.writePending(); err != nil {
+		s.forgetPending()
+		return err
+	}
+	s.dropPending()
+	if !wrote && !always {
 		return nil
 	}
 	return s.syncAll()
@@ -315,13 +300,11 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 	if t, ok := s.trees[h]; ok {
 		return t, nil
 	}
-	t, err := object.GetTree(s.st, h)
-	if stalePacks(err) {
-		// The git CLI may have packed objects behind our back: go-git keeps
-		// a stale list of packs until told to look again.
-		s.rereadPacks()
-		t, err = object.GetTree(s.st, h)
-	}
+	var t *object.Tree
+	err := s.retryStale(func() (err error) {
+		t, err = object.GetTree(s.rd, h)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
@@ -334,11 +317,11 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 	if c, ok := s.commits[h]; ok {
 		return c, nil
 	}
-	c, err := object.GetCommit(s.st, h)
-	if stalePacks(err) {
-		s.rereadPacks()
-		c, err = object.GetCommit(s.st, h)
-	}
+	var c *object.Commit
+	err := s.retryStale(func() (err error) {
+		c, err = object.GetCommit(s.rd, h)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", h, err)
 	}
@@ -352,21 +335,25 @@ func (s *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
 
 // blob reads a blob's content.
 func (s *objectStore) blob(h plumbing.Hash) ([]byte, error) {
-	b, err := object.GetBlob(s.st, h)
-	if stalePacks(err) {
-		s.rereadPacks()
-		b, err = object.GetBlob(s.st, h)
+	if _, data, ok := s.ownObject(h); ok {
+		return data, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
-	}
-	r, err := b.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
-	}
-	defer r.Close()
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(r); err != nil {
+	err := s.retryStale(func() error {
+		buf.Reset()
+		b, err := object.GetBlob(s.rd, h)
+		if err != nil {
+			return err
+		}
+		r, err := b.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		_, err = buf.ReadFrom(r)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read blob %s: %w", h, err)
 	}
 	return buf.Bytes(), nil

@@ -39,7 +39,7 @@ func (r *Repo) PruneBackups(now time.Time, maxAge time.Duration, keep int) ([]st
 		return nil, fmt.Errorf("prune backups: max age %s is negative", maxAge)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 
 	refs, err := listBackups(r.GitDir)
 	if err != nil {

@@ -88,7 +88,7 @@ func (r *Repo) pushDirect(ctx context.Context, remote plumbing.Hash) (PushResult
 func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, remote plumbing.Hash, caps *capability.List) (PushResult, error) {
 	r.mu.Lock()
 	out, err := r.preparePush(remote)
-	r.mu.Unlock()
+	r.unlock()
 	local := out.local
 	res := PushResult{Head: local, Restored: out.restored}
 	if err != nil || local == remote {
@@ -112,7 +112,7 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	}
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
 }
 
@@ -201,7 +201,7 @@ func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
 // lockedHead is Head under r.mu.
 func (r *Repo) lockedHead() (plumbing.Hash, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.Head()
 }
 
@@ -265,13 +265,13 @@ func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
 		hashes = append(hashes, h)
 	}
 	var buf bytes.Buffer
-	if _, err := packfile.NewEncoder(&buf, r.st, false).Encode(hashes, 0); err != nil {
-		// The git CLI may have packed the loose objects behind our back.
-		r.objs.rereadPacks()
+	err := r.objs.retryStale(func() error {
 		buf.Reset()
-		if _, err := packfile.NewEncoder(&buf, r.st, false).Encode(hashes, 0); err != nil {
-			return nil, 0, fmt.Errorf("build pack: %w", err)
-		}
+		_, err := packfile.NewEncoder(&buf, r.objs.rd, false).Encode(hashes, 0)
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("build pack: %w", err)
 	}
 	return buf.Bytes(), len(hashes), nil
 }

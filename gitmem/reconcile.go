@@ -97,7 +97,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 // the divergence, never the network.
 func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *ReconcileResult) (bool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	local, err := r.Head()
 	if err != nil {
 		return false, err
@@ -159,7 +159,7 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 // lockedRef reads a ref under r.mu.
 func (r *Repo) lockedRef(name string) (plumbing.Hash, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return readRef(r.GitDir, name)
 }
 
@@ -215,7 +215,7 @@ func shortcutRefused(err error) bool {
 // remote tip.
 func (r *Repo) onlyAhead() (plumbing.Hash, bool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	lastPushed, err := r.RemoteHead()
 	if err != nil || lastPushed.IsZero() {
 		return lastPushed, false, err

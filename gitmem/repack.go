@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -83,6 +82,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	}
 	defer release()
 	r.objs.looseSince.Store(0)
+	r.objs.writePacks.Store(0)
 	objDir := filepath.Join(r.GitDir, "objects")
 	loose, err := listLoose(objDir)
 	if err != nil {
@@ -129,7 +129,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 		res.Merged = append(res.Merged, p.name)
 	}
 	r.objs.rereadPacks()
-	r.mu.Unlock()
+	r.unlock()
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
 	// which every reader already sees. The pack is checked to be there
@@ -152,11 +152,12 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	return res, nil
 }
 
-// RepackDue reports whether enough loose objects (DefaultRepackLoose) were
-// written since the repo was opened or last repacked to make a Repack
-// worth it. Cheap: for a commit path to ask after every commit.
+// RepackDue reports whether enough objects (DefaultRepackLoose) or packs
+// of writes (writePacksDue) were written since the repo was opened or last
+// repacked to make a Repack worth it. Cheap: for a commit path to ask
+// after every commit.
 func (r *Repo) RepackDue() bool {
-	return r.objs.looseSince.Load() >= DefaultRepackLoose
+	return r.objs.looseSince.Load() >= DefaultRepackLoose || r.objs.writePacks.Load() >= writePacksDue
 }
 
 // packInfo is one pack of objects/pack, read from its index.
@@ -215,21 +216,31 @@ func readIdxNames(path string) ([]plumbing.Hash, error) {
 }
 
 // geometricRollUp picks the packs to merge with loose new objects, as
-// `git repack --geometric=2` would: from the smallest up, every pack with
-// fewer than twice the objects of everything below it (the loose objects
-// included). Fewer than two packs and no loose objects merge nothing.
+// `git repack --geometric=2` does (builtin/repack.c, split_pack_geometry):
+// from the largest pack down, the packs that each hold at least twice the
+// objects of the next smaller one form the progression and stay; the rest
+// roll up, and so does any pack of the progression that holds fewer than
+// twice the objects rolled up below it (the loose ones included). Fewer
+// than two packs and no loose objects merge nothing.
 func geometricRollUp(packs []packInfo, loose int) []packInfo {
 	sorted := slices.Clone(packs)
 	slices.SortStableFunc(sorted, func(a, b packInfo) int { return len(a.objects) - len(b.objects) })
-	sum := loose
-	var merge []packInfo
-	for _, p := range sorted {
-		if sum > 0 && len(p.objects) >= 2*sum {
+	split := 0
+	for i := len(sorted) - 1; i > 0; i-- {
+		if len(sorted[i].objects) < 2*len(sorted[i-1].objects) {
+			split = i + 1 // the top of the pair that breaks the series is out of it too
 			break
 		}
-		merge = append(merge, p)
-		sum += len(p.objects)
 	}
+	total := loose
+	for _, p := range sorted[:split] {
+		total += len(p.objects)
+	}
+	for split < len(sorted) && len(sorted[split].objects) < 2*total {
+		total += len(sorted[split].objects)
+		split++
+	}
+	merge := sorted[:split]
 	if loose == 0 && len(merge) < 2 {
 		return nil
 	}
@@ -262,7 +273,7 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	}
 	defer pf.Close()
 	pr, pw := io.Pipe()
-	st := filesystem.NewStorage(osfs.New(r.GitDir), cache.NewObjectLRU(32<<20))
+	st := filesystem.NewStorage(newGitFS(r.GitDir), cache.NewObjectLRU(32<<20))
 	go func() { // owns st; ends when the pack is written or the pipe is closed
 		defer st.Close()
 		lowerThreadPriority()

@@ -18,8 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-
-	"github.com/go-git/go-billy/v5/osfs"
 )
 
 // DefaultBranch is the branch memfsd keeps.
@@ -109,12 +107,20 @@ type Repo struct {
 // Close stops the repo's background work (refilling spare files).
 func (r *Repo) Close() error {
 	r.spares.stop()
+	r.objs.releaseKept()
 	r.objs.close()
 	if r.owner != nil {
 		r.owner.Close()
 		r.owner = nil
 	}
 	return nil
+}
+
+// unlock ends a section under r.mu. The packs its flushes wrote lose their
+// .keep files first: every ref the section moved points into them by now.
+func (r *Repo) unlock() {
+	r.objs.releaseKept()
+	r.mu.Unlock()
 }
 
 // ErrNotRepository is returned by Open on a folder without .git.
@@ -134,6 +140,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	clearFetchLeftovers(gitDir, staleFetchAge)
+	clearWriteKeeps(gitDir)
 	r.objs.watch()
 	r.spares.start()
 	return r, nil
@@ -150,7 +157,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	gitDir := filepath.Join(dir, ".git")
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
+	st := filesystem.NewStorageWithOptions(newGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
 	sp := newSpares(gitDir)
 	objs := newObjectStore(gitDir, st, !opts.NoSync)
 	objs.spares = sp

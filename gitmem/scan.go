@@ -38,7 +38,7 @@ type DirtyPath struct {
 // for untracked files.
 func (r *Repo) DirtyPaths() ([]DirtyPath, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.dirtyPaths()
 }
 
@@ -248,7 +248,7 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 		return "", err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	tracked := false
 	if head, err := r.Head(); err != nil {
 		return "", err
@@ -277,7 +277,7 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 // ConflictCopies lists the conflict copies in HEAD.
 func (r *Repo) ConflictCopies() ([]string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return nil, err
@@ -298,7 +298,7 @@ func (r *Repo) ConflictCopies() ([]string, error) {
 // TrackedFiles lists the files in HEAD.
 func (r *Repo) TrackedFiles() ([]string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return nil, err
@@ -322,7 +322,7 @@ func (r *Repo) HeadFile(path string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return nil, false, err

@@ -23,7 +23,7 @@ type Status struct {
 // paths. It does not contact the remote (Fetch does).
 func (r *Repo) Status() (Status, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	st, err := r.position()
 	if err != nil {
 		return st, err
@@ -38,7 +38,7 @@ func (r *Repo) Status() (Status, error) {
 // far apart they are. It costs the divergence, not the number of files.
 func (r *Repo) Position() (Status, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.position()
 }
 
@@ -129,7 +129,7 @@ func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, err
 // "Memory-Call: K"), and returns it.
 func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	h, err := r.Head()
 	if err != nil {
 		return plumbing.ZeroHash, false, err
@@ -162,7 +162,7 @@ type FileEntry struct {
 // (zero when the branch is unborn).
 func (r *Repo) HeadFiles() (plumbing.Hash, []FileEntry, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return head, nil, err
@@ -182,6 +182,6 @@ func (r *Repo) HeadFiles() (plumbing.Hash, []FileEntry, error) {
 // Blob reads a blob by id.
 func (r *Repo) Blob(h plumbing.Hash) ([]byte, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.objs.blob(h)
 }
