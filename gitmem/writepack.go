@@ -105,16 +105,23 @@ func (s *objectStore) writePending() error {
 	pack, idx, offsets := encodeWritePack(s.pending)
 	packDir := filepath.Join(s.dir, "pack")
 	base := filepath.Join(packDir, "pack-"+plumbing.Hash(pack[len(pack)-20:]).String())
+	packPlaced := false
 	for _, f := range []struct {
 		ext  string
 		data []byte
 	}{{".keep", []byte(writeKeep)}, {".pack", pack}, {".idx", idx}} {
 		placed, err := s.placeFile(base+f.ext, f.data)
 		if err != nil {
+			if f.ext == ".idx" && packPlaced {
+				_ = os.Remove(base + ".pack") // a pack without its index is dead weight
+			}
 			return fmt.Errorf("write pack of %d objects: %w", len(s.pending), err)
 		}
-		if placed && f.ext == ".keep" {
+		switch {
+		case placed && f.ext == ".keep":
 			s.kept = append(s.kept, base+".keep")
+		case placed && f.ext == ".pack":
+			packPlaced = true
 		}
 	}
 	if s.recent == nil {
