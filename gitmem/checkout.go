@@ -88,7 +88,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err := lk.commit(); err != nil {
 		return err
 	}
-	r.ixc.wrote(ix, data)
+	r.indexWritten(ix, data)
 	return nil
 }
 

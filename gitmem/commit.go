@@ -315,7 +315,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		// change as staged-back). The next write rebuilds those entries.
 		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
 	} else {
-		r.ixc.wrote(ix, ixData)
+		r.indexWritten(ix, ixData)
 	}
 	return res, nil
 }

@@ -38,6 +38,8 @@ type rawIndex struct {
 	base *sharedIndex
 	// dirty: an entry was added, removed or changed since the read.
 	dirty bool
+	// newShared: encoding it wrote a new shared index (base).
+	newShared bool
 }
 
 type rawEntry struct {

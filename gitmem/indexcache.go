@@ -129,7 +129,15 @@ func (c *indexCache) forget() {
 	c.mu.Unlock()
 }
 
-// readIndex reads .git/index, through the cache.
+// readIndex reads .git/index, through the cache. An index whose shared
+// index is lost is rebuilt from HEAD (and written whole or over a new
+// shared index at the next write), with a warning: otherwise no commit
+// could ever be made again.
 func (r *Repo) readIndex() (*rawIndex, error) {
-	return r.ixc.read(filepath.Join(r.GitDir, "index"))
+	ix, err := r.ixc.read(filepath.Join(r.GitDir, "index"))
+	if errors.Is(err, errSharedIndexLost) {
+		r.log.Warn("the index links to a lost shared index; rebuilt from HEAD (staged changes in it are gone, the work tree is untouched)", "err", err)
+		return r.indexFromHead()
+	}
+	return ix, err
 }

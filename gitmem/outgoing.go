@@ -223,7 +223,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err := lk.commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
 	} else {
-		r.ixc.wrote(ix, ixData)
+		r.indexWritten(ix, ixData)
 	}
 	r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
 	return tip, done, nil

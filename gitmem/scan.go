@@ -159,7 +159,7 @@ func (r *Repo) refreshIndex(paths []string) {
 	ix.smudgeRacy(skip)
 	data, err := r.encodeIndex(ix)
 	if err == nil && lk.write(data, false) == nil && lk.commit() == nil {
-		r.ixc.wrote(ix, data)
+		r.indexWritten(ix, data)
 	}
 }
 

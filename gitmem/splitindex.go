@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
@@ -47,6 +49,7 @@ const (
 type sharedIndex struct {
 	name    [20]byte
 	entries []rawEntry
+	size    int64 // of its file
 }
 
 // indexLink is a split index's "link" extension, its bitmaps still encoded.
@@ -329,27 +332,67 @@ func (r *Repo) encodeIndex(ix *rawIndex) ([]byte, error) {
 		ix.base = nil
 		return ix.encode(), nil
 	}
-	if ix.base != nil {
+	if ix.base != nil && r.sharedUsable(ix.base) {
 		data, changed := ix.encodeSplit(ix.base)
 		if changed*100 <= len(ix.base.entries)*splitMaxPercent {
 			return data, nil
 		}
 	}
 	whole := ix.encode()
-	base := &sharedIndex{entries: slices.Clone(ix.entries)}
+	base := &sharedIndex{entries: slices.Clone(ix.entries), size: int64(len(whole))}
 	copy(base.name[:], whole[len(whole)-20:])
 	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.name[:]))
-	if _, err := os.Stat(path); err != nil {
-		// Synced with the commit's objects (the one syncfs comes after).
-		if err := atomicfile.Write(path, whole, 0o644, false); err != nil {
+	if fi, err := os.Stat(path); err != nil || fi.Size() != base.size {
+		// Durable before any index that links to it is renamed in (not
+		// every index write is followed by a syncfs). Rare: a new shared
+		// index starts past 20 % of changes.
+		if err := atomicfile.Write(path, whole, 0o644, r.objs.sync); err != nil {
 			return nil, fmt.Errorf("write shared index: %w", err)
 		}
+		if r.objs.sync {
+			if err := syncDir(r.GitDir); err != nil {
+				return nil, fmt.Errorf("write shared index: %w", err)
+			}
+		}
+	} else {
+		_ = os.Chtimes(path, time.Now(), time.Now()) // in use again
 	}
-	removeOldSharedIndexes(r.GitDir, filepath.Base(path))
-	ix.base = base
+	ix.base, ix.newShared = base, true
 	r.ixc.keepShared(base)
 	data, _ := ix.encodeSplit(base)
 	return data, nil
+}
+
+// sharedUsable reports whether base's file is still there, whole, to link
+// to (a person or a tool may have removed it; git itself removes shared
+// indexes no index was written over for two weeks), and keeps it fresh as
+// git does on every read and write (freshen_shared_index), at most hourly:
+// git and memfsd remove only the shared indexes that have gone stale.
+func (r *Repo) sharedUsable(base *sharedIndex) bool {
+	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.name[:]))
+	fi, err := os.Stat(path)
+	if err != nil || base.size != 0 && fi.Size() != base.size {
+		return false
+	}
+	if time.Since(fi.ModTime()) > sharedIndexFreshen {
+		_ = os.Chtimes(path, time.Now(), time.Now())
+	}
+	return true
+}
+
+// sharedIndexFreshen is how stale the linked shared index's time may get
+// before memfsd touches it (far below sharedIndexExpiry).
+const sharedIndexFreshen = time.Hour
+
+// indexWritten records that data, the encoding of ix, is now .git/index,
+// and once an index linking to a new shared index is in place, removes
+// the shared indexes that have gone stale (never before: the index being
+// replaced links to one).
+func (r *Repo) indexWritten(ix *rawIndex, data []byte) {
+	r.ixc.wrote(ix, data)
+	if ix.newShared && ix.base != nil {
+		removeOldSharedIndexes(r.GitDir, sharedIndexPrefix+hex.EncodeToString(ix.base.name[:]))
+	}
 }
 
 // splitIndexAllowed is false when the repository's config says
@@ -384,15 +427,45 @@ func removeOldSharedIndexes(gitDir, keep string) {
 	}
 }
 
+// errSharedIndexLost: .git/index links to a shared index that is gone or
+// damaged; git cannot read that index either.
+var errSharedIndexLost = errors.New("the shared index it links to is gone or damaged")
+
+// indexFromHead is the index rebuilt from HEAD's tree, every entry without
+// stat data (so each file is hashed again once, as after `git read-tree
+// HEAD`): what memfsd falls back to when .git/index cannot be read because
+// its shared index is lost. A person's staged changes in it are lost with
+// it; the work tree is untouched.
+func (r *Repo) indexFromHead() (*rawIndex, error) {
+	ix := &rawIndex{version: 2, dirty: true}
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return ix, err
+	}
+	files := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(head, files); err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		ix.set(p, files[p].Hash, files[p].Mode, nil)
+	}
+	return ix, nil
+}
+
 // readSharedIndex reads and checks .git/sharedindex.<name>.
 func readSharedIndex(gitDir string, name [20]byte) (*sharedIndex, error) {
 	path := filepath.Join(gitDir, sharedIndexPrefix+hex.EncodeToString(name[:]))
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read index: the shared index it links to: %w", err)
+		return nil, fmt.Errorf("read index: %w: %w", errSharedIndexLost, err)
 	}
 	if len(data) < indexTrailerSize || !bytes.Equal(data[len(data)-indexTrailerSize:], name[:]) {
-		return nil, fmt.Errorf("read index: %w: %s does not match its name", errIndexFormat, filepath.Base(path))
+		return nil, fmt.Errorf("read index: %w: %s does not match its name", errSharedIndexLost, filepath.Base(path))
 	}
 	ix, link, err := parseRawIndex(data)
 	if err != nil {
@@ -401,5 +474,5 @@ func readSharedIndex(gitDir string, name [20]byte) (*sharedIndex, error) {
 	if link != nil {
 		return nil, errors.New("read index: a shared index links to another")
 	}
-	return &sharedIndex{name: name, entries: ix.entries}, nil
+	return &sharedIndex{name: name, entries: ix.entries, size: int64(len(data))}, nil
 }

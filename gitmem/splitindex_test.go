@@ -154,3 +154,79 @@ func TestRepo_SplitIndex(t *testing.T) {
 	indexMatchesHead(t, r.Dir)
 	git(t, r.Dir, "fsck", "--strict")
 }
+
+// The shared index .git/index links to is kept fresh (git removes shared
+// indexes untouched for two weeks, memfsd those untouched for a day) and is
+// never removed while linked; one removed anyway is replaced at the next
+// write, and an index whose shared index is lost is rebuilt from HEAD.
+func TestRepo_SharedIndexLifetime(t *testing.T) {
+	defer gitmem.SetSplitMinEntries(40)()
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "shared-life")
+	past := time.Now().Add(-time.Hour)
+	n := 0
+	write := func(t *testing.T, r *gitmem.Repo, count int) {
+		t.Helper()
+		for i := 0; i < count; i++ {
+			p := fmt.Sprintf("notes/n%04d.md", n)
+			n++
+			writeFile(t, r.Dir, p, fmt.Sprintf("note %d\n", n))
+			os.Chtimes(filepath.Join(r.Dir, p), past, past)
+			if _, err := r.CommitWrite([]string{p}, "memory: create "+p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(t, r, 42)
+	shared := sharedIndexes(t, r.Dir)
+	if len(shared) != 1 || !indexIsSplit(t, r.Dir) {
+		t.Fatalf("no split index: %v", shared)
+	}
+	// Two days untouched, and a stray stale one beside it.
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(shared[0], old, old)
+	stray := filepath.Join(r.GitDir, "sharedindex."+strings.Repeat("ab", 20))
+	os.WriteFile(stray, []byte("stale"), 0o644)
+	os.Chtimes(stray, old, old)
+	write(t, r, 1)
+	if fi, err := os.Stat(shared[0]); err != nil || time.Since(fi.ModTime()) > time.Minute {
+		t.Fatalf("the linked shared index was not kept fresh: %v %v", fi.ModTime(), err)
+	}
+	// Past 20 % of changes: a new shared index; the one just linked stays,
+	// the stray stale one goes.
+	write(t, r, 15)
+	if got := sharedIndexes(t, r.Dir); len(got) != 2 {
+		t.Fatalf("shared indexes after the rotation: %v", got)
+	}
+	if _, err := os.Stat(shared[0]); err != nil {
+		t.Fatalf("the shared index linked until this write went: %v", err)
+	}
+	indexMatchesHead(t, r.Dir)
+
+	// Someone removes the shared indexes: the next write (with the index
+	// still cached) links to a new one, which git reads.
+	for _, p := range sharedIndexes(t, r.Dir) {
+		os.Remove(p)
+	}
+	write(t, r, 1)
+	indexMatchesHead(t, r.Dir)
+	write(t, r, 1)
+	indexMatchesHead(t, r.Dir)
+
+	// And with nothing cached (a restart): the index is rebuilt from HEAD.
+	for _, p := range sharedIndexes(t, r.Dir) {
+		os.Remove(p)
+	}
+	r.Close()
+	r2, err := gitmem.Open(r.Dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := r2.Status(); err != nil {
+		t.Fatalf("status with the shared index lost: %v", err)
+	}
+	write(t, r2, 1)
+	indexMatchesHead(t, r.Dir)
+	git(t, r.Dir, "fsck", "--strict")
+}
