@@ -230,3 +230,38 @@ func TestRepo_SharedIndexLifetime(t *testing.T) {
 	indexMatchesHead(t, r.Dir)
 	git(t, r.Dir, "fsck", "--strict")
 }
+
+// git's own split index with long runs in its bitmaps (290 consecutive
+// shared entries deleted: EWAH run words, not only literals) is read
+// right: memfsd's next write keeps exactly the person's staged deletions.
+func TestRepo_ReadsGitSplitIndexRuns(t *testing.T) {
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "runs")
+	for i := 0; i < 300; i++ {
+		writeFile(t, r.Dir, fmt.Sprintf("notes/n%04d.md", i), fmt.Sprintf("note %d\n", i))
+	}
+	git(t, r.Dir, "add", "notes")
+	git(t, r.Dir, "commit", "-q", "-m", "300 notes")
+	git(t, r.Dir, "config", "core.splitIndex", "true")
+	git(t, r.Dir, "update-index", "--split-index")
+	var gone []string
+	for i := 5; i < 295; i++ {
+		gone = append(gone, fmt.Sprintf("notes/n%04d.md", i))
+	}
+	git(t, r.Dir, append([]string{"rm", "-q", "--cached", "--"}, gone...)...)
+	if !indexIsSplit(t, r.Dir) {
+		t.Fatal("git did not write a split index")
+	}
+	writeFile(t, r.Dir, "mine.md", "memfsd's\n")
+	if _, err := r.CommitWrite([]string{"mine.md"}, "memory: create mine.md"); err != nil {
+		t.Fatal(err)
+	}
+	staged := git(t, r.Dir, "diff", "--cached", "--name-only", "--diff-filter=D")
+	if staged != strings.Join(gone, "\n") {
+		t.Fatalf("staged deletions after memfsd's write: %d lines, want %d", len(strings.Split(staged, "\n")), len(gone))
+	}
+	if got := git(t, r.Dir, "ls-files"); len(strings.Split(got, "\n")) != 300-len(gone)+1 || !strings.Contains(got, "mine.md") {
+		t.Fatalf("ls-files after memfsd's write:\n%s", got)
+	}
+	git(t, r.Dir, "cat-file", "-e", "HEAD:mine.md")
+}
