@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // A fetch downloads its pack without the repo lock: the response is
@@ -143,8 +145,19 @@ func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
 const repackTempPrefix = "tmp_pack_"
 
 // clearFetchLeftovers removes the temporary files of a fetch or a repack
-// that a crash interrupted.
+// that a crash interrupted, and those of an interrupted atomic write in
+// .git itself (a shared index is ~700 KB at 10,000 files).
 func clearFetchLeftovers(gitDir string, maxAge time.Duration) {
+	if entries, err := os.ReadDir(gitDir); err == nil {
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), atomicfile.Prefix) {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > maxAge {
+				_ = os.Remove(filepath.Join(gitDir, e.Name()))
+			}
+		}
+	}
 	dir := filepath.Join(gitDir, "objects", "pack")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

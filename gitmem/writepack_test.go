@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
@@ -85,8 +86,9 @@ func TestRepo_WritePackKeptUntilBranchMoves(t *testing.T) {
 	}
 }
 
-// A crash leaves a write's .keep (Open removes it, not a person's) and may
-// leave a pack without its index (git skips it; go-git would fail every
+// A crash leaves a write's .keep (Open removes it, not a person's), maybe
+// a temporary file in .git (removed once an hour old), and may leave a
+// pack without its index (git skips it; go-git would fail every
 // lookup on it): the repo opens and works.
 func TestRepo_WritePackCrashLeftovers(t *testing.T) {
 	srv := gitserver.New(t, testToken)
@@ -105,6 +107,14 @@ func TestRepo_WritePackCrashLeftovers(t *testing.T) {
 	os.WriteFile(theirs, []byte("a person's\n"), 0o644)
 	orphan := filepath.Join(packDir, "pack-"+strings.Repeat("ab", 20)+".pack")
 	os.WriteFile(orphan, []byte("PACK torn by a crash"), 0o444)
+	// An interrupted atomic write in .git (a shared index's temporary
+	// file): an old one goes, a fresh one (someone's write in progress)
+	// stays.
+	oldTmp, freshTmp := filepath.Join(dir, ".git", ".memfsd-tmp-1"), filepath.Join(dir, ".git", ".memfsd-tmp-2")
+	os.WriteFile(oldTmp, []byte("half a shared index"), 0o644)
+	os.WriteFile(freshTmp, []byte("being written"), 0o644)
+	hours := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(oldTmp, hours, hours)
 	r2, err := gitmem.Open(dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +125,12 @@ func TestRepo_WritePackCrashLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(theirs); err != nil {
 		t.Fatalf("a person's .keep went: %v", err)
+	}
+	if _, err := os.Stat(oldTmp); !os.IsNotExist(err) {
+		t.Fatalf("an old temporary file in .git stayed: %v", err)
+	}
+	if _, err := os.Stat(freshTmp); err != nil {
+		t.Fatalf("a fresh temporary file in .git went: %v", err)
 	}
 	if _, err := r2.Status(); err != nil {
 		t.Fatalf("status beside a pack without its index: %v", err)
