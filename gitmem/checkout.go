@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
 // moveBranch moves the branch from old to new and brings the work tree and
@@ -95,31 +96,64 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 // replaceFiles brings the work tree from one tree to the next, change by
 // change, and records each in ix and touched.
 func (r *Repo) replaceFiles(changes []fileChange, ix *rawIndex, touched map[string]bool) error {
-	// Each file is checked and replaced in one step: the exchange returns
-	// exactly what it displaced, and anything other than the old or the new
-	// version is an agent's write that landed during the sync. It goes back
-	// in place, shows as modified, and the next commit takes it.
+	// Each file is checked and replaced in one step (replaceWorkFile): what
+	// stands there is read while no one else can write it, and anything
+	// other than the old or the new version is an agent's write that landed
+	// during the sync. It is merged with the new version where the lines
+	// allow, else left as written; either way it shows as modified, and the
+	// next commit takes it.
 	for _, c := range changes {
 		touched[c.Path] = true
 		var got displaced
+		var replaced, kept bool
 		var err error
 		var st *syscall.Stat_t
 		if c.To.Hash.IsZero() {
-			got, err = r.takeWorkFile(c.Path)
+			got, replaced, err = r.removeWorkFile(c.Path, func(cur displaced) bool {
+				return cur.is(c.From.Hash, c.From.Mode)
+			})
+			kept = got.existed && !replaced
 		} else {
 			var data []byte
 			if data, err = r.objs.blob(c.To.Hash); err != nil {
 				return err
 			}
-			got, st, err = r.exchangeWorkFile(c.Path, data, c.To.Mode)
+			got, replaced, st, err = r.replaceWorkFile(c.Path, func(cur displaced) ([]byte, filemode.FileMode, bool) {
+				if !cur.existed || cur.is(c.From.Hash, c.From.Mode) || cur.is(c.To.Hash, c.To.Mode) {
+					return data, c.To.Mode, true
+				}
+				// The agent wrote it during the sync: both edits, where they
+				// touch different lines.
+				if c.From.Hash.IsZero() || cur.mode == filemode.Symlink || c.To.Mode == filemode.Symlink {
+					return nil, 0, false
+				}
+				base, err := r.objs.blob(c.From.Hash)
+				if err != nil {
+					return nil, 0, false
+				}
+				merged, ok := Merge3(base, cur.data, data)
+				if !ok {
+					return nil, 0, false
+				}
+				kept = true
+				return merged, cur.mode, true
+			})
+			if !replaced {
+				kept = got.existed
+			}
 		}
 		if err != nil {
 			return err
 		}
-		if got.existed && !got.is(c.From.Hash, c.From.Mode) && !got.is(c.To.Hash, c.To.Mode) {
+		if replaced && got.existed && !got.is(c.From.Hash, c.From.Mode) && !got.is(c.To.Hash, c.To.Mode) && !kept {
+			// The rename-exchange (no lease) displaced a write made after
+			// the read: it goes back in place.
 			if err := r.putBack(c.Path, got, c.To.Hash, c.To.Mode); err != nil {
 				return err
 			}
+			kept = true
+		}
+		if kept {
 			r.log.Info("kept a file changed during sync; it will be committed next", "path", c.Path)
 			st = nil // no stat: git and the next scan re-read it
 		}

@@ -38,12 +38,19 @@ func (d displaced) is(h plumbing.Hash, mode filemode.FileMode) bool {
 // which an agent's write can be displaced unseen).
 var noExchange atomic.Bool
 
-// exchangeWorkFile puts data at rel in one step and returns exactly what it
+// exchangeWorkFile puts data at rel and returns exactly what it displaced:
+// under a lease in place (replaceWorkFile), else by renameByExchange.
+func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
+	got, _, st, err := r.replaceWorkFile(rel, func(displaced) ([]byte, filemode.FileMode, bool) { return data, mode, true })
+	return got, st, err
+}
+
+// renameByExchange puts data at rel in one step and returns exactly what it
 // displaced: the new version is written to a temporary file beside it and
 // swapped in with renameat2(RENAME_EXCHANGE), so a write the agent makes at
 // any moment is either displaced (and returned, for the caller to check and
 // put back) or lands on the new version afterwards — never lost unseen.
-func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
+func (r *Repo) renameByExchange(rel string, data []byte, mode filemode.FileMode) (displaced, *syscall.Stat_t, error) {
 	if err := r.realParents(rel); err != nil {
 		return displaced{}, nil, fmt.Errorf("write %s: %w", rel, err)
 	}
@@ -108,9 +115,16 @@ func (r *Repo) exchangeWorkFile(rel string, data []byte, mode filemode.FileMode)
 	return old, st, nil
 }
 
-// takeWorkFile removes rel in one step (renamed aside, then read) and
-// returns what it removed; folders it leaves empty go too.
+// takeWorkFile removes rel and returns what it removed (see
+// removeWorkFile); folders it leaves empty go too.
 func (r *Repo) takeWorkFile(rel string) (displaced, error) {
+	got, _, err := r.removeWorkFile(rel, func(displaced) bool { return true })
+	return got, err
+}
+
+// takeByRename removes rel in one step (renamed aside, then read) and
+// returns what it removed; folders it leaves empty go too.
+func (r *Repo) takeByRename(rel string) (displaced, error) {
 	if r.symlinkedParent(rel) != "" {
 		return displaced{}, nil // not in the work tree: nothing of ours to take
 	}
@@ -153,7 +167,7 @@ func (r *Repo) putBack(rel string, d displaced, ours plumbing.Hash, oursMode fil
 		if !d.existed {
 			return nil
 		}
-		got, _, err := r.exchangeWorkFile(rel, d.data, d.mode)
+		got, _, err := r.renameByExchange(rel, d.data, d.mode)
 		if err != nil {
 			return err
 		}

@@ -90,6 +90,7 @@ type Repo struct {
 	objs      *objectStore
 	spares    *spares
 	owner     *os.File // shared flock: see claim
+	journal   *replaceJournal
 	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
@@ -119,6 +120,7 @@ func (r *Repo) Close() error {
 // unlock ends a section under r.mu. The packs its flushes wrote lose their
 // .keep files first: every ref the section moved points into them by now.
 func (r *Repo) unlock() {
+	r.journal.done()
 	r.objs.releaseKept()
 	r.mu.Unlock()
 }
@@ -141,6 +143,11 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	clearFetchLeftovers(gitDir, staleFetchAge)
 	clearWriteKeeps(gitDir)
+	if fixed, err := r.recoverTorn(); err != nil {
+		return nil, fmt.Errorf("open %s: finish the writes a crash cut short: %w", dir, err)
+	} else if len(fixed) > 0 {
+		r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
+	}
 	r.objs.watch()
 	r.spares.start()
 	return r, nil
@@ -162,14 +169,15 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 	objs := newObjectStore(gitDir, st, !opts.NoSync)
 	objs.spares = sp
 	return &Repo{
-		Dir:    dir,
-		GitDir: gitDir,
-		Remote: remote,
-		opts:   opts,
-		st:     st,
-		objs:   objs,
-		spares: sp,
-		log:    opts.Logger,
+		Dir:     dir,
+		GitDir:  gitDir,
+		Remote:  remote,
+		opts:    opts,
+		st:      st,
+		objs:    objs,
+		spares:  sp,
+		log:     opts.Logger,
+		journal: newReplaceJournal(gitDir),
 	}
 }
 

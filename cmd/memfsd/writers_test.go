@@ -1,0 +1,184 @@
+package main_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memfsd/memfsd/internal/gitserver"
+)
+
+// The writers real programs are, each a shell loop adding the line
+// "agent-<n>" to f.md: `>` truncates and writes in place (as Node's
+// fs.writeFile and Python's open(p, "w") do), `>>` appends, and the third
+// writes a temporary file and renames it over the name (as editors do).
+// After each write the loop records n in $COUNT.
+var agentWriters = map[string]string{
+	"truncate": `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$F"; echo $i > "$COUNT"; i=$((i+1)); done`,
+	"append":   `i=0; while [ ! -e "$STOP" ]; do echo "agent-$i" >> "$F"; echo $i > "$COUNT"; i=$((i+1)); done`,
+	"rename":   `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$TMP"; mv -f "$TMP" "$F"; echo $i > "$COUNT"; i=$((i+1)); done`,
+}
+
+// writersSeconds is how long each writer runs (MEMFSD_WRITERS_SECONDS,
+// default 30).
+func writersSeconds() time.Duration {
+	if s, err := strconv.Atoi(os.Getenv("MEMFSD_WRITERS_SECONDS")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// TestRun_WritersDuringPulls: an agent writes f.md every few milliseconds
+// while another clone pushes edits to f.md's top line and the daemon pulls
+// them (a turn every 300 ms): every line the agent wrote is in the remote's
+// history, for each writer pattern; both repositories fsck clean.
+func TestRun_WritersDuringPulls(t *testing.T) {
+	for _, kind := range []string{"truncate", "append", "rename"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			runWritersDuringPulls(t, kind)
+		})
+	}
+}
+
+func runWritersDuringPulls(t *testing.T, kind string) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	id := "w-" + kind
+	p := startDaemon(t, srv, home, "--agent", id)
+	dir := memDir(home, id)
+	f := filepath.Join(dir, "f.md")
+	os.WriteFile(f, []byte("top 0\n\nThe agent's lines:\n"), 0o600)
+	waitFor(t, 10*time.Second, "f.md committed", func() bool {
+		return strings.Contains(git(t, dir, "log", "--format=%s"), "create f.md")
+	})
+	if tr := p.turn(id); tr.Outcome != "pushed" {
+		t.Fatalf("first turn = %+v", tr)
+	}
+	peer := peerClone(t, srv, id)
+	git(t, peer, "config", "user.name", "peer")
+	git(t, peer, "config", "user.email", "peer@example.com")
+
+	stop := filepath.Join(home, "stop")
+	count := filepath.Join(home, "count")
+	w := exec.Command("bash", "-c", agentWriters[kind])
+	w.Env = append(os.Environ(), "F="+f, "STOP="+stop, "COUNT="+count, "TMP="+filepath.Join(home, "f.md.tmp"))
+	if out, err := os.Create(filepath.Join(home, "writer.log")); err == nil {
+		w.Stdout, w.Stderr = out, out
+		defer out.Close()
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Process.Kill()
+
+	// The other clone edits the top line and pushes, again and again.
+	var pushed atomic.Int64
+	peerDone := make(chan struct{})
+	var stopPeer atomic.Bool
+	go func() {
+		defer close(peerDone)
+		for n := 1; !stopPeer.Load(); n++ {
+			if err := peerEditTop(peer, n); err == nil {
+				pushed.Add(1)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	// The daemon's turns pull those edits in while the agent writes.
+	deadline := time.Now().Add(writersSeconds())
+	turns := 0
+	for time.Now().Before(deadline) || pushed.Load() < 50 {
+		if time.Since(deadline) > 2*time.Minute {
+			t.Fatalf("only %d remote commits pushed", pushed.Load())
+		}
+		var tr turnResult
+		p.call("POST", "/v1/agents/"+id+"/turn?wait=10s", "", &tr)
+		turns++
+		time.Sleep(300 * time.Millisecond)
+	}
+	os.WriteFile(stop, nil, 0o600)
+	if err := w.Wait(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	stopPeer.Store(true)
+	<-peerDone
+	data, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+
+	// Settle: the last writes committed and pushed.
+	var tr turnResult
+	waitFor(t, 60*time.Second, "daemon clean and pushed", func() bool {
+		tr = p.turn(id)
+		// Conflict copies (a line both sides changed) leave the state
+		// "conflict"; they are pushed like any file.
+		if (tr.Status.State == "clean" || tr.Status.State == "conflict") && tr.Status.Head == tr.Status.RemoteHead &&
+			len(tr.Status.Dirty) == 0 && string(tr.Status.LastError) == "null" {
+			return true
+		}
+		t.Logf("settling: %+v", tr)
+		time.Sleep(500 * time.Millisecond)
+		return false
+	})
+
+	// Every line the agent wrote, in some commit the remote holds.
+	seen := map[string]bool{}
+	out := git(t, srv.RepoDir(id), "log", "-p", "--format=", "main")
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "+agent-") {
+			seen[l[1:]] = true
+		}
+	}
+	var lost []string
+	for i := 0; i <= last; i++ {
+		if l := fmt.Sprintf("agent-%d", i); !seen[l] {
+			lost = append(lost, l)
+		}
+	}
+	t.Logf("%s: %d lines written, %d remote commits pulled, %d turns, %d lost", kind, last+1, pushed.Load(), turns, len(lost))
+	if len(lost) > 0 {
+		t.Errorf("%d of %d lines never reached the remote's history, e.g. %v", len(lost), last+1, lost[:min(len(lost), 10)])
+	}
+	if pushed.Load() < 50 {
+		t.Errorf("only %d remote commits, want >= 50", pushed.Load())
+	}
+	git(t, dir, "fsck", "--strict")
+	git(t, srv.RepoDir(id), "fsck", "--strict")
+}
+
+// peerEditTop makes the first line of f.md "top <n>" in the peer clone and
+// pushes it, starting over from the remote's tip when the push is refused.
+func peerEditTop(peer string, n int) error {
+	if _, err := gitTry(peer, "fetch", "-q", "origin"); err != nil {
+		return err
+	}
+	if _, err := gitTry(peer, "reset", "-q", "--hard", "origin/main"); err != nil {
+		return err
+	}
+	path := filepath.Join(peer, "f.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	_, rest, _ := strings.Cut(string(data), "\n")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("top %d\n%s", n, rest)), 0o644); err != nil {
+		return err
+	}
+	if _, err := gitTry(peer, "commit", "-q", "-am", fmt.Sprintf("peer: top %d", n)); err != nil {
+		return err
+	}
+	_, err = gitTry(peer, "push", "-q", "origin", "HEAD:main")
+	return err
+}

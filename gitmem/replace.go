@@ -1,0 +1,290 @@
+package gitmem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
+)
+
+// leaseWait is how long a replace waits for another process to close a
+// file before it falls back to the rename-exchange (see replaceWorkFile).
+var leaseWait = 2 * time.Second
+
+// noLease is set once the memory's filesystem refuses write leases; from
+// then on files are replaced by rename-exchange.
+var noLease atomic.Bool
+
+// decideFunc looks at what stands at a path (absent, or the agent's bytes,
+// stable while it decides) and returns what to write there, or false to
+// leave it as it is.
+type decideFunc func(cur displaced) (data []byte, mode filemode.FileMode, write bool)
+
+// replaceWorkFile replaces the file at rel, as decide says, without losing
+// a write the agent makes at any moment, and returns what stood there and
+// whether it was replaced (then st is the new file's stat, nil when the
+// agent's own file stands at rel again).
+//
+// Under a write lease (see package worktree) no other process has the file
+// open, and one that opens it waits: what is read is exactly what stands
+// there, and the new version is written into the same inode, so a writer
+// that opened before the lease finished before it, and one that opens
+// after writes onto the new version at the name, never onto a file that
+// has left the folder. Without leases (another filesystem, a file kept
+// open past leaseWait, a symbolic link) the file is replaced by
+// rename-exchange, which returns what it displaced for the caller to check
+// but cannot see a write made afterwards through a descriptor opened
+// before (README, "What a replace guarantees").
+func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, replaced bool, st *syscall.Stat_t, err error) {
+	if err := r.realParents(rel); err != nil {
+		return displaced{}, false, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	for attempt := 0; !noLease.Load(); attempt++ {
+		l, err := worktree.Lease(r.Dir, rel, leaseWait)
+		switch {
+		case err == nil:
+			cur, replaced, st, err := r.replaceLeased(l, rel, decide)
+			if rerr := l.Release(); err == nil && rerr != nil {
+				err = fmt.Errorf("write %s: release lease: %w", rel, rerr)
+			}
+			return cur, replaced, st, err
+		case errors.Is(err, fs.ErrNotExist):
+			// Nothing there: create it, unless the agent does first.
+			data, mode, ok := decide(displaced{})
+			if !ok {
+				return displaced{}, false, nil, nil
+			}
+			st, created, err := r.createWorkFile(rel, data, mode)
+			if err != nil || created || attempt >= 10 {
+				if !created && err == nil {
+					err = fmt.Errorf("write %s: the file kept appearing and vanishing", rel)
+				}
+				return displaced{}, created, st, err
+			}
+			continue // the agent created it meanwhile: lease that one
+		case errors.Is(err, worktree.ErrNoLease):
+			if !noLease.Swap(true) {
+				r.log.Warn("the memory's filesystem gives no file leases: a file the agent writes through a descriptor opened before a pull replaces it can lose that write (README, What a replace guarantees)", "err", err)
+			}
+		case errors.Is(err, worktree.ErrBusy):
+			r.log.Warn("a file stayed open in another process; replacing it by rename-exchange", "path", rel, "waited", leaseWait.String())
+		case errors.Is(err, worktree.ErrNotFile), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EXDEV):
+			// A symbolic link, a folder or a file where a folder goes: the
+			// exchange below handles (and never follows) each.
+		default:
+			return displaced{}, false, nil, fmt.Errorf("write %s: %w", rel, err)
+		}
+		break
+	}
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	before, err := readDisplaced(abs)
+	if err != nil {
+		before = displaced{} // a folder or device: the exchange moves it aside
+	}
+	data, mode, ok := decide(before)
+	if !ok {
+		return before, false, nil, nil
+	}
+	got, st, err := r.renameByExchange(rel, data, mode)
+	return got, err == nil, st, err
+}
+
+// replaceLeased is replaceWorkFile's step under the lease l.
+func (r *Repo) replaceLeased(l *worktree.Leased, rel string, decide decideFunc) (displaced, bool, *syscall.Stat_t, error) {
+	data, err := l.Read()
+	if err != nil {
+		return displaced{}, false, nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	cur := displaced{existed: true, data: data, mode: filemode.Regular}
+	if l.Executable() {
+		cur.mode = filemode.Executable
+	}
+	want, mode, ok := decide(cur)
+	if !ok {
+		return cur, false, nil, nil
+	}
+	if mode == filemode.Symlink {
+		// A file becomes a link: nothing can be written through a link,
+		// so the exchange is as safe; the lease is let go first.
+		if err := l.Release(); err != nil {
+			return cur, false, nil, err
+		}
+		got, st, err := r.renameByExchange(rel, want, mode)
+		return got, err == nil, st, err
+	}
+	if err := r.journal.record(rel, cur.data, want); err != nil {
+		return cur, false, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	st, err := l.Write(want, mode == filemode.Executable)
+	if err != nil {
+		return cur, false, nil, fmt.Errorf("write %s: %w", rel, err)
+	}
+	if !l.StillAt(r.Dir, rel) {
+		// The agent renamed its own file over the name meanwhile: ours went
+		// to the file it replaced, and the agent's stands (committed next).
+		return cur, true, nil, nil
+	}
+	return cur, true, st, nil
+}
+
+// createWorkFile puts data at rel only if nothing stands there, and says
+// whether it did.
+func (r *Repo) createWorkFile(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, bool, error) {
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		st, err := r.writeWorkFile(rel, data, mode) // a file where a folder must go
+		return st, err == nil, err
+	}
+	tmp, err := writeTemp(filepath.Dir(abs), data, mode)
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", rel, err)
+	}
+	defer os.Remove(tmp)
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, false, nil
+		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			st, err := r.writeIfAbsent(rel, data, mode)
+			return st, st != nil, err
+		}
+		return nil, false, fmt.Errorf("write %s: %w", rel, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(abs, &st); err != nil {
+		return nil, true, nil
+	}
+	return &st, true, nil
+}
+
+// removeWorkFile removes rel when decide (given what stands there, stable
+// while it decides) says so, and returns what stood there and whether it
+// was removed. Under a lease the file is renamed aside first; a writer
+// that had already looked the name up and waits on the lease would write
+// into the removed file, so memfsd then waits for it to close the file and
+// puts what it wrote back at the name.
+func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (displaced, bool, error) {
+	if r.symlinkedParent(rel) != "" {
+		return displaced{}, false, nil // not in the work tree: nothing of ours to take
+	}
+	if !noLease.Load() {
+		l, err := worktree.Lease(r.Dir, rel, leaseWait)
+		switch {
+		case err == nil:
+			defer l.Release()
+			return r.removeLeased(l, rel, decide)
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, worktree.ErrNotFile) && r.isDir(rel):
+			return displaced{}, false, nil
+		case errors.Is(err, worktree.ErrNoLease):
+			if !noLease.Swap(true) {
+				r.log.Warn("the memory's filesystem gives no file leases: a file the agent writes through a descriptor opened before a pull replaces it can lose that write (README, What a replace guarantees)", "err", err)
+			}
+		}
+	}
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	before, err := readDisplaced(abs)
+	if err != nil || !before.existed || !decide(before) {
+		return before, false, nil
+	}
+	got, err := r.takeByRename(rel)
+	return got, err == nil && got.existed, err
+}
+
+func (r *Repo) isDir(rel string) bool {
+	fi, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(rel)))
+	return err == nil && fi.IsDir()
+}
+
+// removeLeased is removeWorkFile's step under the lease l.
+func (r *Repo) removeLeased(l *worktree.Leased, rel string, decide func(cur displaced) bool) (displaced, bool, error) {
+	data, err := l.Read()
+	if err != nil {
+		return displaced{}, false, fmt.Errorf("read %s: %w", rel, err)
+	}
+	cur := displaced{existed: true, data: data, mode: filemode.Regular}
+	if l.Executable() {
+		cur.mode = filemode.Executable
+	}
+	if !decide(cur) {
+		return cur, false, nil
+	}
+	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
+	aside := filepath.Join(filepath.Dir(abs), fmt.Sprintf("%stake-%d-%d", atomicfile.Prefix, os.Getpid(), tmpSeq.Add(1)))
+	if err := os.Rename(abs, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cur, false, nil
+		}
+		return cur, false, fmt.Errorf("delete %s: %w", rel, err)
+	}
+	if !l.StillAt(filepath.Dir(aside), filepath.Base(aside)) {
+		// The agent renamed a new file over the name between the lease and
+		// the rename: that one is theirs, and goes back.
+		if err := unix.Renameat2(unix.AT_FDCWD, aside, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
+			if err := keepAside(r, rel, aside); err != nil {
+				return cur, false, err
+			}
+		}
+		return cur, false, nil
+	}
+	defer os.Remove(aside)
+	if !l.BreakPending() {
+		r.removeEmptyParents(abs)
+		return cur, true, nil
+	}
+	// A writer is waiting to open the file it looked up before the rename:
+	// let it, wait for it to close, and keep what it wrote.
+	if err := l.Reacquire(leaseWait); err != nil {
+		r.log.Warn("a writer kept a removed file open; what it writes after now is not kept", "path", rel, "err", err)
+	}
+	after, err := l.Read()
+	if err != nil || bytes.Equal(after, cur.data) {
+		r.removeEmptyParents(abs)
+		return cur, true, nil
+	}
+	// The agent wrote to it after the remote removed it: it stays.
+	tmp, err := writeTemp(filepath.Dir(abs), after, cur.mode)
+	if err != nil {
+		return cur, false, fmt.Errorf("delete %s: keep the agent's write: %w", rel, err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
+		if err := keepAside(r, rel, tmp); err != nil {
+			return cur, false, err
+		}
+	}
+	r.log.Info("kept a file written while the sync removed it; it will be committed next", "path", rel)
+	return cur, false, nil
+}
+
+// keepAside moves the file at tmp to a conflict copy of rel.
+func keepAside(r *Repo, rel, tmp string) error {
+	data, err := os.ReadFile(tmp)
+	if err != nil {
+		return fmt.Errorf("keep %s: %w", rel, err)
+	}
+	copyRel := ConflictName(rel, blobHash(data))
+	if err := os.Rename(tmp, filepath.Join(r.Dir, filepath.FromSlash(copyRel))); err != nil {
+		return fmt.Errorf("keep %s: %w", copyRel, err)
+	}
+	r.log.Warn("kept a file beside its path as a conflict copy", "path", rel, "copy", copyRel)
+	return nil
+}
+
+// removeEmptyParents removes the folders above abs that it left empty.
+func (r *Repo) removeEmptyParents(abs string) {
+	for d := filepath.Dir(abs); d != r.Dir && len(d) > len(r.Dir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+}

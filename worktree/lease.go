@@ -1,0 +1,288 @@
+package worktree
+
+// File leases: how memfsd replaces a file the agent may be writing without
+// losing a byte, whatever the writer's pattern.
+//
+// A Linux write lease (fcntl F_SETLEASE, F_WRLCK) is granted only while no
+// other descriptor has the file open, and while it is held another
+// process's open(2) or truncate(2) of the file waits (up to
+// /proc/sys/fs/lease-break-time) until the holder lets go. So memfsd opens
+// the file, takes the lease, reads what is there, decides, and writes the
+// new version into the same inode, in place; then lets go. A writer that
+// truncates and writes (Node's fs.writeFile, Python's open(p, "w"), the
+// shell's >) or appends (>>) either finished before the lease (memfsd read
+// its bytes) or opens after it, on the file at the name, holding the new
+// version: no write lands on a file that has left the folder. A writer
+// that renames a temporary file over the name replaces the inode memfsd
+// holds; the caller sees that (StillAt) and leaves the agent's file alone.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoLease is returned where the filesystem (or the file's owner) gives
+// no write lease: the caller replaces by rename-exchange instead.
+var ErrNoLease = errors.New("no file lease")
+
+// ErrBusy is returned when another process kept the file open for the whole
+// wait (a long-running reader or writer).
+var ErrBusy = errors.New("file kept open by another process")
+
+// ErrNotFile is returned when the path is a folder, a symbolic link or
+// something else that is not a regular file.
+var ErrNotFile = errors.New("not a regular file")
+
+// Leased is a work file opened beneath the memory folder and held under a
+// write lease: no other descriptor has it open, and an open(2) by another
+// process waits until Release.
+type Leased struct {
+	fd   int
+	stat syscall.Stat_t
+}
+
+// Lease opens rel (a slash path below root) read-write, without following
+// a symbolic link anywhere on the way, and takes a write lease on it,
+// trying again while another process has the file open until wait has
+// passed (ErrBusy). A missing file is an fs.ErrNotExist error.
+func Lease(root, rel string, wait time.Duration) (*Leased, error) {
+	fd, err := OpenBeneath(root, rel, unix.O_RDWR|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	l := &Leased{fd: fd}
+	if err := syscall.Fstat(fd, &l.stat); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if l.stat.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w", rel, ErrNotFile)
+	}
+	deadline := time.Now().Add(wait)
+	pause := 200 * time.Microsecond
+	for {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, unix.EAGAIN) {
+			unix.Close(fd)
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) ||
+				errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+				return nil, fmt.Errorf("%s: %w: %v", rel, ErrNoLease, err)
+			}
+			return nil, fmt.Errorf("lease %s: %w", rel, err)
+		}
+		if time.Now().After(deadline) {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%s: %w", rel, ErrBusy)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
+	}
+}
+
+// Stat is the file's stat as last read or written through the lease.
+func (l *Leased) Stat() *syscall.Stat_t { s := l.stat; return &s }
+
+// Executable reports whether the file has an execute bit.
+func (l *Leased) Executable() bool { return l.stat.Mode&0o111 != 0 }
+
+// Read returns the whole file.
+func (l *Leased) Read() ([]byte, error) {
+	data := make([]byte, 0, l.stat.Size)
+	buf := make([]byte, max(l.stat.Size+1, 512))
+	var off int64
+	for {
+		n, err := unix.Pread(l.fd, buf, off)
+		if n > 0 {
+			data = append(data, buf[:n]...)
+			off += int64(n)
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return data, nil
+		}
+	}
+}
+
+// Write makes the file hold exactly data with the execute bits of exec (0700
+// or 0600), in place, and returns its new stat. No other process sees a
+// half-written file: none can open it until Release.
+func (l *Leased) Write(data []byte, exec bool) (*syscall.Stat_t, error) {
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(l.fd, data[off:], int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, io.ErrShortWrite
+		}
+		off += n
+	}
+	if err := unix.Ftruncate(l.fd, int64(len(data))); err != nil {
+		return nil, err
+	}
+	perm := uint32(0o600)
+	if exec {
+		perm = 0o700
+	}
+	if l.stat.Mode&0o777 != perm {
+		if err := unix.Fchmod(l.fd, perm); err != nil {
+			return nil, err
+		}
+	}
+	if err := syscall.Fstat(l.fd, &l.stat); err != nil {
+		return nil, err
+	}
+	return l.Stat(), nil
+}
+
+// StillAt reports whether rel below root still names the leased file (a
+// writer's rename can put another file there at any moment).
+func (l *Leased) StillAt(root, rel string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(root, filepath.FromSlash(rel)), &st); err != nil {
+		return false
+	}
+	return st.Dev == l.stat.Dev && st.Ino == l.stat.Ino
+}
+
+// BreakPending reports whether another process is waiting to open the
+// file (the lease is being broken).
+func (l *Leased) BreakPending() bool {
+	t, err := unix.FcntlInt(uintptr(l.fd), unix.F_GETLEASE, 0)
+	return err == nil && t != unix.F_WRLCK
+}
+
+// Reacquire lets the processes waiting to open the file go on, then takes
+// the lease again once none of them has it open any more (they wrote and
+// closed), within wait (ErrBusy).
+func (l *Leased) Reacquire(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		if _, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond) // the waiters' turn
+		_, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_WRLCK)
+		if err == nil && !l.BreakPending() {
+			return syscall.Fstat(l.fd, &l.stat)
+		}
+		if err != nil && !errors.Is(err, unix.EAGAIN) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return ErrBusy
+		}
+	}
+}
+
+// Release lets go of the lease (an open waiting on it goes on) and closes
+// the file.
+func (l *Leased) Release() error {
+	if l.fd < 0 {
+		return nil
+	}
+	_, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_UNLCK)
+	if cerr := unix.Close(l.fd); err == nil {
+		err = cerr
+	}
+	l.fd = -1
+	return err
+}
+
+// ProbeLeases reports whether files in dir (a folder of the memory's
+// filesystem, e.g. its .git) can be leased: nil, or why not.
+func ProbeLeases(dir string) error {
+	f, err := os.CreateTemp(dir, ".memfsd-tmp-lease-")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	defer os.Remove(name)
+	l, err := Lease(filepath.Dir(name), filepath.Base(name), 0)
+	if err != nil {
+		return err
+	}
+	return l.Release()
+}
+
+// OpenBeneath opens rel, a slash path below root, with flags (O_CLOEXEC and
+// O_NOFOLLOW added), refusing any symbolic link on the way and any path
+// that would leave root: openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS,
+// or an O_NOFOLLOW walk from root where openat2 is missing.
+func OpenBeneath(root, rel string, flags int) (int, error) {
+	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(rootFd)
+	return openAt(rootFd, rel, flags)
+}
+
+var noOpenat2 bool
+
+func openAt(dirFd int, rel string, flags int) (int, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if !noOpenat2 {
+		fd, err := unix.Openat2(dirFd, rel, &unix.OpenHow{
+			Flags:   uint64(flags),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		for err == unix.EINTR || err == unix.EAGAIN {
+			fd, err = unix.Openat2(dirFd, rel, &unix.OpenHow{
+				Flags:   uint64(flags),
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			})
+		}
+		if err != unix.ENOSYS {
+			if err != nil {
+				return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+			}
+			return fd, nil
+		}
+		noOpenat2 = true
+	}
+	// The walk: each folder opened with O_NOFOLLOW relative to the last.
+	parts := strings.Split(rel, "/")
+	cur, err := unix.Dup(dirFd)
+	if err != nil {
+		return -1, err
+	}
+	for i, part := range parts {
+		if part == "" || part == "." || part == ".." {
+			unix.Close(cur)
+			return -1, &os.PathError{Op: "open", Path: rel, Err: unix.EXDEV}
+		}
+		fl := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i == len(parts)-1 {
+			fl = flags
+		}
+		next, err := unix.Openat(cur, part, fl, 0)
+		unix.Close(cur)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+		}
+		cur = next
+	}
+	return cur, nil
+}
