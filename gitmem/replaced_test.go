@@ -11,7 +11,7 @@ import (
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
-// ReplaceBare deletes the bare repository at bare and creates it again
+// replaceBare deletes the bare repository at bare and creates it again
 // with one unrelated commit (theirs.md), pushed from a scratch repository
 // with the git CLI: letta-code #2203's server reset. Nothing of the old
 // history is left on the remote.
