@@ -72,8 +72,13 @@ func (r *Repo) push(ctx context.Context) (PushResult, error) {
 // pushDirect is the one-request push: a POST to git-receive-pack with the
 // remote tip memfsd last saw as the old value and no ref advertisement
 // before it (smart-HTTP receive-pack is stateless). It asks only for what
-// every server has (report-status). A stale tip is refused by the server's
-// own compare-and-swap and comes back as a rejection.
+// every server has (report-status). The pack assumes the remote still has
+// that tip, unverified: only the server's answer checks it. A server that
+// moved on refuses the update in its report (git's compare-and-swap:
+// "failed to update ref"; or, when its history was replaced and it lacks
+// our old tip altogether, git's connectivity check, which runs first:
+// "missing necessary objects"), and the caller must then learn the real
+// tip (fetch) before it pushes again.
 func (r *Repo) pushDirect(ctx context.Context, remote plumbing.Hash) (PushResult, error) {
 	s, err := r.session(ctx, true)
 	if err != nil {
@@ -102,19 +107,27 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: remote, New: local}}
 	req.Packfile = io.NopCloser(bytes.NewReader(out.pack))
 	rs, err := sess.ReceivePack(ctx, req)
+	if rs != nil {
+		if rerr := rs.Error(); rerr != nil {
+			return res, &refusedError{err: rerr}
+		}
+	}
 	if err != nil {
 		return res, err
-	}
-	if rs != nil {
-		if err := rs.Error(); err != nil {
-			return res, err
-		}
 	}
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.unlock()
 	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
 }
+
+// refusedError is a push the server answered with a report refusing the
+// pack or the ref update (report-status: "unpack <reason>" or "ng <ref>
+// <reason>"). The text is go-git's, unchanged.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
 
 // pushPlan is what a push sends, prepared under r.mu.
 type pushPlan struct {

@@ -174,17 +174,27 @@ func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
 		return PushResult{}, false, err
 	}
 	pr, err := r.pushDirect(ctx, lastKnown)
-	if shortcutRefused(err) {
+	var refused *refusedError
+	switch {
+	case err == nil:
+		return pr, true, nil
+	case errors.As(err, &refused):
+		// The server refused the pack or the update: the pack was built
+		// on a tip it no longer has (another writer won, or its history
+		// was replaced and our old tip is gone from it). Whatever the
+		// reason, nothing here is known about the remote any more: fetch
+		// and integrate, then push against the tip it advertises.
+		r.log.Info("the remote refused a push on the tip last seen there; fetching", "last_known", short(lastKnown), "err", err)
+		return PushResult{}, false, nil
+	case shortcutRefused(err):
 		r.log.Debug("the server refused a push without the ref advertisement; pushing in two requests", "err", err)
 		pr, err = r.push(ctx)
 	}
 	switch {
 	case err == nil:
 		return pr, true, nil
-	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err),
-		strings.Contains(err.Error(), "unpack"):
-		// Refused by the server (a stale tip; or a pack built on a tip it
-		// no longer has): fetch and integrate, which finds out which.
+	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err), errors.As(err, &refused):
+		// The two-request push found the remote moved on: integrate.
 		return PushResult{}, false, nil
 	}
 	return pr, false, err
