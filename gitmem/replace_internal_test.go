@@ -1,0 +1,150 @@
+package gitmem
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+func newTestRepo(t *testing.T) *Repo {
+	t.Helper()
+	r, err := Init(t.TempDir(), Remote{URL: "http://127.0.0.1:1/none.git"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// startWriter runs a shell command on $F (the path rel in r) and waits
+// until it has had time to open the file: under a held lease its open
+// waits, so the command is then blocked inside open(2).
+func startWriter(t *testing.T, r *Repo, rel, script string) chan error {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "F="+filepath.Join(r.Dir, rel))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	return done
+}
+
+// TestReplace_WriterWaitingOnTheLease: a `>` writer that opens the file
+// while memfsd replaces it writes onto the file at the name, not onto one
+// that left the folder (with a rename-exchange its bytes were lost).
+func TestReplace_WriterWaitingOnTheLease(t *testing.T) {
+	r := newTestRepo(t)
+	os.WriteFile(filepath.Join(r.Dir, "f.md"), []byte("old\n"), 0o600)
+	var done chan error
+	_, replaced, st, err := r.replaceWorkFile("f.md", func(cur displaced) ([]byte, filemode.FileMode, bool) {
+		if string(cur.data) != "old\n" {
+			t.Errorf("decide saw %q", cur.data)
+		}
+		done = startWriter(t, r, "f.md", `printf 'agent wrote this\n' > "$F"`)
+		return []byte("new\n"), filemode.Regular, true
+	})
+	if err != nil || !replaced || st == nil {
+		t.Fatalf("replace: replaced=%v st=%v err=%v", replaced, st, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.journal.done()
+	if got, _ := os.ReadFile(filepath.Join(r.Dir, "f.md")); string(got) != "agent wrote this\n" {
+		t.Fatalf("f.md = %q: the agent's write was lost", got)
+	}
+}
+
+// TestRemove_WriterWaitingOnTheLease: a `>>` writer that opens the file
+// while a pull removes it keeps what it wrote: the file is put back.
+func TestRemove_WriterWaitingOnTheLease(t *testing.T) {
+	r := newTestRepo(t)
+	os.WriteFile(filepath.Join(r.Dir, "f.md"), []byte("old\n"), 0o600)
+	var done chan error
+	_, removed, err := r.removeWorkFile("f.md", func(cur displaced) bool {
+		done = startWriter(t, r, "f.md", `printf 'appended\n' >> "$F"`)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if removed {
+		t.Fatal("removed = true, want the agent's write kept")
+	}
+	if got, _ := os.ReadFile(filepath.Join(r.Dir, "f.md")); string(got) != "old\nappended\n" {
+		t.Fatalf("f.md = %q", got)
+	}
+	// Without a writer, the file goes.
+	_, removed, err = r.removeWorkFile("f.md", func(displaced) bool { return true })
+	if err != nil || !removed {
+		t.Fatalf("plain remove: %v %v", removed, err)
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, "f.md")); !os.IsNotExist(err) {
+		t.Fatalf("f.md still there: %v", err)
+	}
+}
+
+func TestTorn(t *testing.T) {
+	for _, c := range []struct {
+		cur, old, new string
+		want          bool
+	}{
+		{"old content", "old content", "new", false},          // not begun
+		{"new", "old content", "new", false},                  // done
+		{"newcontent", "old content", "new", false},           // not a mix
+		{"new content", "old content", "new", true},           // written, not yet truncated
+		{"nld content", "old content", "new", true},           // one byte written
+		{"new version lo", "old", "new version longer", true}, // growing, cut short
+		{"new version", "old", "new version longer", true},
+		{"agent's own", "old content", "new", false},
+		{"", "old", "new", false},
+	} {
+		if got := torn([]byte(c.cur), []byte(c.old), []byte(c.new)); got != c.want {
+			t.Errorf("torn(%q, %q, %q) = %v, want %v", c.cur, c.old, c.new, got, c.want)
+		}
+	}
+}
+
+// TestOpen_FinishesATornReplace: a replace a kill cut short (journal left,
+// file half new, half old) is finished by the next Open; a file the agent
+// rewrote since is left alone.
+func TestOpen_FinishesATornReplace(t *testing.T) {
+	r := newTestRepo(t)
+	old, new := "old line one\nold line two\n", "new line\n"
+	os.WriteFile(filepath.Join(r.Dir, "torn.md"), []byte(new+old[len(new):]), 0o600)
+	os.WriteFile(filepath.Join(r.Dir, "agent.md"), []byte("the agent's own\n"), 0o600)
+	var lines []byte
+	for _, p := range []string{"torn.md", "agent.md"} {
+		b, _ := json.Marshal(journalEntry{Path: p, Old: []byte(old), New: []byte(new)})
+		lines = append(append(lines, b...), '\n')
+	}
+	lines = append(lines, []byte(`{"path":"half`)...) // the record being written
+	os.MkdirAll(filepath.Join(r.GitDir, "memfsd"), 0o700)
+	os.WriteFile(r.journal.path, lines, 0o600)
+	r.Close()
+	r2, err := Open(r.Dir, r.Remote, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if got, _ := os.ReadFile(filepath.Join(r.Dir, "torn.md")); string(got) != new {
+		t.Fatalf("torn.md = %q, want %q", got, new)
+	}
+	if got, _ := os.ReadFile(filepath.Join(r.Dir, "agent.md")); string(got) != "the agent's own\n" {
+		t.Fatalf("agent.md = %q", got)
+	}
+	if _, err := os.Stat(r.journal.path); !os.IsNotExist(err) {
+		t.Fatalf("journal left: %v", err)
+	}
+}
