@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,6 +26,19 @@ var leaseWait = 2 * time.Second
 // noLease is set once the memory's filesystem refuses write leases; from
 // then on files are replaced by rename-exchange.
 var noLease atomic.Bool
+
+var leaseProbe sync.Once
+
+// probeLeases finds out once per process whether the memory's filesystem
+// gives write leases, and says so in the log when it does not.
+func (r *Repo) probeLeases() {
+	leaseProbe.Do(func() {
+		if err := worktree.ProbeLeases(r.GitDir); err != nil {
+			noLease.Store(true)
+			r.log.Warn("no file leases on the memory's filesystem: a pull that replaces a file the agent is writing through an open descriptor can lose that write (README, What a replace guarantees)", "err", err)
+		}
+	})
+}
 
 // decideFunc looks at what stands at a path (absent, or the agent's bytes,
 // stable while it decides) and returns what to write there, or false to
@@ -79,6 +93,8 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 			}
 		case errors.Is(err, worktree.ErrBusy):
 			r.log.Warn("a file stayed open in another process; replacing it by rename-exchange", "path", rel, "waited", leaseWait.String())
+		case errors.Is(err, worktree.ErrNotOwner):
+			r.log.Warn("a file belongs to another user and cannot be leased; replacing it by rename-exchange", "path", rel)
 		case errors.Is(err, worktree.ErrNotFile), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EXDEV):
 			// A symbolic link, a folder or a file where a folder goes: the
 			// exchange below handles (and never follows) each.

@@ -143,6 +143,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	clearFetchLeftovers(gitDir, staleFetchAge)
 	clearWriteKeeps(gitDir)
+	r.probeLeases()
 	if fixed, err := r.recoverTorn(); err != nil {
 		return nil, fmt.Errorf("open %s: finish the writes a crash cut short: %w", dir, err)
 	} else if len(fixed) > 0 {
@@ -238,6 +239,7 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 	if err := r.claim(); err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
+	r.probeLeases()
 	r.spares.start()
 	return r, nil
 }

@@ -33,6 +33,10 @@ import (
 // no write lease: the caller replaces by rename-exchange instead.
 var ErrNoLease = errors.New("no file lease")
 
+// ErrNotOwner is returned for a file that belongs to another user: only
+// its owner (or a process with CAP_LEASE) may lease it.
+var ErrNotOwner = errors.New("file belongs to another user; no lease")
+
 // ErrBusy is returned when another process kept the file open for the whole
 // wait (a long-running reader or writer).
 var ErrBusy = errors.New("file kept open by another process")
@@ -76,8 +80,10 @@ func Lease(root, rel string, wait time.Duration) (*Leased, error) {
 		}
 		if !errors.Is(err, unix.EAGAIN) {
 			unix.Close(fd)
-			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) ||
-				errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				return nil, fmt.Errorf("%s: %w: %v", rel, ErrNotOwner, err)
+			}
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 				return nil, fmt.Errorf("%s: %w: %v", rel, ErrNoLease, err)
 			}
 			return nil, fmt.Errorf("lease %s: %w", rel, err)
