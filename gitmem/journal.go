@@ -93,11 +93,10 @@ func (r *Repo) recoverTorn() ([]string, error) {
 		if _, err := cleanPath(e.Path); err != nil {
 			continue
 		}
-		abs := filepath.Join(r.Dir, filepath.FromSlash(e.Path))
 		if r.symlinkedParent(e.Path) != "" {
 			continue
 		}
-		cur, err := readDisplaced(abs)
+		cur, err := r.readDisplacedAt(e.Path)
 		if err != nil || !cur.existed || cur.mode == filemode.Symlink || !torn(cur.data, e.Old, e.New) {
 			continue
 		}

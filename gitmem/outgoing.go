@@ -3,7 +3,6 @@ package gitmem
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"golang.org/x/sys/unix"
 )
 
 // OutgoingFile is a file a push would change on the remote: its version at
@@ -235,25 +233,9 @@ func (r *Repo) writeIfAbsent(rel string, data []byte, mode filemode.FileMode) (*
 	if err := r.realParents(rel); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rel, err)
-	}
-	tmp, err := writeTemp(filepath.Dir(abs), data, mode)
+	st, _, err := r.wt.Create(rel, data, wtMode(mode))
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
-	defer os.Remove(tmp)
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("restore %s: %w", rel, err)
-	}
-	fi, err := os.Lstat(abs)
-	if err != nil {
-		return nil, err
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
 	return st, nil
 }

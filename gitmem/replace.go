@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,7 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"golang.org/x/sys/unix"
 
-	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -65,7 +62,7 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 		return displaced{}, false, nil, fmt.Errorf("write %s: %w", rel, err)
 	}
 	for attempt := 0; !noLease.Load(); attempt++ {
-		l, err := worktree.Lease(r.Dir, rel, leaseWait)
+		l, err := r.wt.Lease(rel, leaseWait)
 		switch {
 		case err == nil:
 			cur, replaced, st, err := r.replaceLeased(l, rel, decide)
@@ -103,10 +100,9 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 		}
 		break
 	}
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	before, err := readDisplaced(abs)
+	before, err := r.readDisplacedAt(rel)
 	if err != nil {
-		before = displaced{} // a folder or device: the exchange moves it aside
+		before = displaced{} // a device or such: the exchange fails on it
 	}
 	data, mode, ok := decide(before)
 	if !ok {
@@ -146,7 +142,7 @@ func (r *Repo) replaceLeased(l *worktree.Leased, rel string, decide decideFunc) 
 	if err != nil {
 		return cur, false, nil, fmt.Errorf("write %s: %w", rel, err)
 	}
-	if !l.StillAt(r.Dir, rel) {
+	if !r.sameFile(rel, st) {
 		// The agent renamed its own file over the name meanwhile: ours went
 		// to the file it replaced, and the agent's stands (committed next).
 		return cur, true, nil, nil
@@ -157,31 +153,15 @@ func (r *Repo) replaceLeased(l *worktree.Leased, rel string, decide decideFunc) 
 // createWorkFile puts data at rel only if nothing stands there, and says
 // whether it did.
 func (r *Repo) createWorkFile(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, bool, error) {
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+	st, created, err := r.wt.Create(rel, data, wtMode(mode))
+	if errors.Is(err, unix.ENOTDIR) {
 		st, err := r.writeWorkFile(rel, data, mode) // a file where a folder must go
 		return st, err == nil, err
 	}
-	tmp, err := writeTemp(filepath.Dir(abs), data, mode)
 	if err != nil {
 		return nil, false, fmt.Errorf("write %s: %w", rel, err)
 	}
-	defer os.Remove(tmp)
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return nil, false, nil
-		}
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-			st, err := r.writeIfAbsent(rel, data, mode)
-			return st, st != nil, err
-		}
-		return nil, false, fmt.Errorf("write %s: %w", rel, err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(abs, &st); err != nil {
-		return nil, true, nil
-	}
-	return &st, true, nil
+	return st, created, nil
 }
 
 // removeWorkFile removes rel when decide (given what stands there, stable
@@ -195,7 +175,7 @@ func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (disp
 		return displaced{}, false, nil // not in the work tree: nothing of ours to take
 	}
 	if !noLease.Load() {
-		l, err := worktree.Lease(r.Dir, rel, leaseWait)
+		l, err := r.wt.Lease(rel, leaseWait)
 		switch {
 		case err == nil:
 			defer l.Release()
@@ -208,8 +188,7 @@ func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (disp
 			}
 		}
 	}
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	before, err := readDisplaced(abs)
+	before, err := r.readDisplacedAt(rel)
 	if err != nil || !before.existed || !decide(before) {
 		return before, false, nil
 	}
@@ -218,8 +197,8 @@ func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (disp
 }
 
 func (r *Repo) isDir(rel string) bool {
-	fi, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(rel)))
-	return err == nil && fi.IsDir()
+	st, err := r.wt.Lstat(rel)
+	return err == nil && isDirStat(st)
 }
 
 // removeLeased is removeWorkFile's step under the lease l.
@@ -235,27 +214,26 @@ func (r *Repo) removeLeased(l *worktree.Leased, rel string, decide func(cur disp
 	if !decide(cur) {
 		return cur, false, nil
 	}
-	abs := filepath.Join(r.Dir, filepath.FromSlash(rel))
-	aside := filepath.Join(filepath.Dir(abs), fmt.Sprintf("%stake-%d-%d", atomicfile.Prefix, os.Getpid(), tmpSeq.Add(1)))
-	if err := os.Rename(abs, aside); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+	aside := r.asideName(rel)
+	if err := r.wt.Rename(rel, aside, 0); err != nil {
+		if errors.Is(err, unix.ENOENT) {
 			return cur, false, nil
 		}
 		return cur, false, fmt.Errorf("delete %s: %w", rel, err)
 	}
-	if !l.StillAt(filepath.Dir(aside), filepath.Base(aside)) {
+	if !r.sameFile(aside, l.Stat()) {
 		// The agent renamed a new file over the name between the lease and
 		// the rename: that one is theirs, and goes back.
-		if err := unix.Renameat2(unix.AT_FDCWD, aside, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
-			if err := keepAside(r, rel, aside); err != nil {
+		if err := r.wt.Rename(aside, rel, unix.RENAME_NOREPLACE); err != nil {
+			if err := r.keepAside(rel, aside); err != nil {
 				return cur, false, err
 			}
 		}
 		return cur, false, nil
 	}
-	defer os.Remove(aside)
+	defer r.wt.Remove(aside)
 	if !l.BreakPending() {
-		r.removeEmptyParents(abs)
+		r.removeEmptyParents(rel)
 		return cur, true, nil
 	}
 	// A writer is waiting to open the file it looked up before the rename:
@@ -265,42 +243,32 @@ func (r *Repo) removeLeased(l *worktree.Leased, rel string, decide func(cur disp
 	}
 	after, err := l.Read()
 	if err != nil || bytes.Equal(after, cur.data) {
-		r.removeEmptyParents(abs)
+		r.removeEmptyParents(rel)
 		return cur, true, nil
 	}
 	// The agent wrote to it after the remote removed it: it stays.
-	tmp, err := writeTemp(filepath.Dir(abs), after, cur.mode)
-	if err != nil {
-		return cur, false, fmt.Errorf("delete %s: keep the agent's write: %w", rel, err)
-	}
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, abs, unix.RENAME_NOREPLACE); err != nil {
-		if err := keepAside(r, rel, tmp); err != nil {
-			return cur, false, err
+	if _, created, err := r.wt.Create(rel, after, wtMode(cur.mode)); err != nil || !created {
+		copyRel, kerr := r.keepCopy(rel, after, cur.mode)
+		if kerr != nil {
+			return cur, false, kerr
 		}
+		r.log.Warn("kept a file written while the sync removed it beside its path", "path", rel, "copy", copyRel)
+		return cur, false, nil
 	}
 	r.log.Info("kept a file written while the sync removed it; it will be committed next", "path", rel)
 	return cur, false, nil
 }
 
-// keepAside moves the file at tmp to a conflict copy of rel.
-func keepAside(r *Repo, rel, tmp string) error {
-	data, err := os.ReadFile(tmp)
+// keepAside moves the file at aside to a conflict copy of rel.
+func (r *Repo) keepAside(rel, aside string) error {
+	d, err := r.readDisplacedAt(aside)
 	if err != nil {
 		return fmt.Errorf("keep %s: %w", rel, err)
 	}
-	copyRel := ConflictName(rel, blobHash(data))
-	if err := os.Rename(tmp, filepath.Join(r.Dir, filepath.FromSlash(copyRel))); err != nil {
+	copyRel := ConflictName(rel, blobHash(d.data))
+	if err := r.wt.Rename(aside, copyRel, 0); err != nil {
 		return fmt.Errorf("keep %s: %w", copyRel, err)
 	}
 	r.log.Warn("kept a file beside its path as a conflict copy", "path", rel, "copy", copyRel)
 	return nil
-}
-
-// removeEmptyParents removes the folders above abs that it left empty.
-func (r *Repo) removeEmptyParents(abs string) {
-	for d := filepath.Dir(abs); d != r.Dir && len(d) > len(r.Dir); d = filepath.Dir(d) {
-		if os.Remove(d) != nil {
-			break
-		}
-	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // DefaultBranch is the branch memfsd keeps.
@@ -91,6 +93,7 @@ type Repo struct {
 	spares    *spares
 	owner     *os.File // shared flock: see claim
 	journal   *replaceJournal
+	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
 	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
@@ -114,6 +117,19 @@ func (r *Repo) Close() error {
 		r.owner.Close()
 		r.owner = nil
 	}
+	if r.wt != nil {
+		r.wt.Close()
+	}
+	return nil
+}
+
+// openTree holds the work tree open for every file step (see workfiles.go).
+func (r *Repo) openTree() error {
+	wt, err := worktree.OpenDir(r.Dir)
+	if err != nil {
+		return err
+	}
+	r.wt = wt
 	return nil
 }
 
@@ -135,7 +151,11 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
 	}
 	r := newRepo(dir, remote, opts)
+	if err := r.openTree(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
 	if err := r.claim(); err != nil {
+		r.wt.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
@@ -236,7 +256,11 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 			return nil, fmt.Errorf("init %s: %w", dir, err)
 		}
 	}
+	if err := r.openTree(); err != nil {
+		return nil, fmt.Errorf("init %s: %w", dir, err)
+	}
 	if err := r.claim(); err != nil {
+		r.wt.Close()
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
 	r.probeLeases()

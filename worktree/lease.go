@@ -62,6 +62,11 @@ func Lease(root, rel string, wait time.Duration) (*Leased, error) {
 	if err != nil {
 		return nil, err
 	}
+	return leaseFd(fd, rel, wait)
+}
+
+// leaseFd takes the write lease on fd, an open work file (closed on error).
+func leaseFd(fd int, rel string, wait time.Duration) (*Leased, error) {
 	l := &Leased{fd: fd}
 	if err := syscall.Fstat(fd, &l.stat); err != nil {
 		unix.Close(fd)

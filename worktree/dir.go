@@ -1,0 +1,436 @@
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TempPrefix starts every temporary name memfsd makes in a memory folder
+// (the same as internal/atomicfile's, which scans and watchers skip).
+const TempPrefix = ".memfsd-tmp-"
+
+// Mode is what a work file is, as git records it.
+type Mode int
+
+// The kinds of work file git tracks.
+const (
+	Regular Mode = iota
+	Executable
+	Symlink
+)
+
+// File is a work file as read: its bytes (a link's target for a Symlink)
+// and the stat taken as it was read.
+type File struct {
+	Data []byte
+	Mode Mode
+	Stat *syscall.Stat_t
+}
+
+// Dir is the agent's memory folder, held open. Every operation is relative
+// to its descriptor (or to a folder opened beneath it) and never follows a
+// symbolic link the agent may have put anywhere on the path: a name the
+// agent swaps for a link between memfsd's check and its act is refused by
+// the kernel, not by a check that came before.
+type Dir struct {
+	path string
+	fd   int
+}
+
+// OpenDir opens the memory folder at path.
+func OpenDir(path string) (*Dir, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &Dir{path: path, fd: fd}, nil
+}
+
+// Path is the folder's path (for messages; operations use the descriptor).
+func (d *Dir) Path() string { return d.path }
+
+// Close lets the folder go.
+func (d *Dir) Close() error {
+	if d.fd < 0 {
+		return nil
+	}
+	err := unix.Close(d.fd)
+	d.fd = -1
+	return err
+}
+
+// split returns rel's folder part ("" for the root) and its base name.
+func split(rel string) (string, string) {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i], rel[i+1:]
+	}
+	return "", rel
+}
+
+// openParent opens the folder holding rel beneath d (creating missing
+// folders 0700 when create) and returns its descriptor and rel's base name.
+func (d *Dir) openParent(rel string, create bool) (int, string, error) {
+	dir, name := split(rel)
+	if name == "" || name == "." || name == ".." {
+		return -1, "", &os.PathError{Op: "open", Path: rel, Err: unix.EINVAL}
+	}
+	if dir == "" {
+		fd, err := unix.Dup(d.fd)
+		return fd, name, err
+	}
+	fd, err := openAt(d.fd, dir, unix.O_PATH|unix.O_DIRECTORY)
+	if err == nil || !create || !errors.Is(err, unix.ENOENT) {
+		return fd, name, err
+	}
+	if err := d.MkdirAll(dir); err != nil {
+		return -1, "", err
+	}
+	fd, err = openAt(d.fd, dir, unix.O_PATH|unix.O_DIRECTORY)
+	return fd, name, err
+}
+
+// MkdirAll makes the folder rel and its missing parents (0700) beneath d,
+// refusing to go through a symbolic link or a file.
+func (d *Dir) MkdirAll(rel string) error {
+	cur, err := unix.Dup(d.fd)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(cur) }()
+	for _, part := range strings.Split(rel, "/") {
+		if part == "" || part == "." || part == ".." {
+			return &os.PathError{Op: "mkdir", Path: rel, Err: unix.EINVAL}
+		}
+		if err := unix.Mkdirat(cur, part, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return &os.PathError{Op: "mkdir", Path: rel, Err: err}
+		}
+		next, err := unix.Openat(cur, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "mkdir", Path: rel, Err: err}
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return nil
+}
+
+// Lstat stats rel without following a link (on the path or at its end).
+func (d *Dir) Lstat(rel string) (*syscall.Stat_t, error) {
+	pfd, name, err := d.openParent(rel, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	return toSyscall(&st), nil
+}
+
+func toSyscall(st *unix.Stat_t) *syscall.Stat_t {
+	var out syscall.Stat_t
+	out.Dev, out.Ino, out.Nlink, out.Mode = st.Dev, st.Ino, st.Nlink, st.Mode
+	out.Uid, out.Gid, out.Rdev, out.Size = st.Uid, st.Gid, st.Rdev, st.Size
+	out.Blksize, out.Blocks = st.Blksize, st.Blocks
+	out.Atim = syscall.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}
+	out.Mtim = syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
+	out.Ctim = syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}
+	return &out
+}
+
+// Read reads the work file rel: a regular file's bytes, or a link's target
+// (the link itself is never followed). A missing file, or a folder where
+// the file was, is (nil, nil); so is a path through a link or a file.
+func (d *Dir) Read(rel string) (*File, error) {
+	pfd, name, err := d.openParent(rel, false)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	return readAt(pfd, name, rel)
+}
+
+// readAt is Read of name in the folder pfd.
+func readAt(pfd int, name, rel string) (*File, error) {
+	for attempt := 0; ; attempt++ {
+		var st unix.Stat_t
+		if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil, nil
+			}
+			return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			return nil, nil
+		case unix.S_IFLNK:
+			buf := make([]byte, st.Size+1)
+			n, err := unix.Readlinkat(pfd, name, buf)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
+				continue // replaced meanwhile: look again
+			}
+			if err != nil {
+				return nil, &os.PathError{Op: "readlink", Path: rel, Err: err}
+			}
+			return &File{Data: buf[:n], Mode: Symlink, Stat: toSyscall(&st)}, nil
+		case unix.S_IFREG:
+		default:
+			return nil, fmt.Errorf("read %s: %w (%o)", rel, ErrNotFile, st.Mode&unix.S_IFMT)
+		}
+		fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, nil
+		}
+		if errors.Is(err, unix.ELOOP) && attempt < 3 {
+			continue // became a link meanwhile
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), rel)
+		var fst unix.Stat_t
+		if err := unix.Fstat(fd, &fst); err != nil {
+			f.Close()
+			return nil, err
+		}
+		data, err := readAll(f, fst.Size)
+		f.Close()
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: rel, Err: err}
+		}
+		// A write between the stat and the read would leave a stat that
+		// describes content the bytes do not hold: read again.
+		var after unix.Stat_t
+		if unix.Fstatat(pfd, name, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && attempt < 3 &&
+			(after.Ino != fst.Ino || after.Size != fst.Size || after.Mtim != fst.Mtim || after.Ctim != fst.Ctim) {
+			continue
+		}
+		mode := Regular
+		if fst.Mode&0o111 != 0 {
+			mode = Executable
+		}
+		return &File{Data: data, Mode: mode, Stat: toSyscall(&fst)}, nil
+	}
+}
+
+func readAll(f *os.File, size int64) ([]byte, error) {
+	data := make([]byte, 0, size+512)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return data, nil
+			}
+			return data, err
+		}
+		if n == 0 {
+			return data, nil
+		}
+	}
+}
+
+var tmpSeq atomic.Int64
+
+// writeTemp makes a new temporary file (or link) holding data in the folder
+// pfd and returns its name there.
+func writeTemp(pfd int, data []byte, mode Mode, sync bool) (string, error) {
+	for {
+		name := fmt.Sprintf("%s%d-%d", TempPrefix, os.Getpid(), tmpSeq.Add(1))
+		if mode == Symlink {
+			err := unix.Symlinkat(string(data), pfd, name)
+			if errors.Is(err, unix.EEXIST) {
+				continue
+			}
+			return name, err
+		}
+		perm := uint32(0o600)
+		if mode == Executable {
+			perm = 0o700
+		}
+		fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		f := os.NewFile(uintptr(fd), name)
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Chmod(os.FileMode(perm)) // whatever the umask
+		}
+		if err == nil && sync {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			unix.Unlinkat(pfd, name, 0)
+			return "", err
+		}
+		return name, nil
+	}
+}
+
+// WriteFile puts data at rel in one step (a temporary file beside it, then
+// a rename over it; missing folders made 0700) and returns the new file's
+// stat.
+func (d *Dir) WriteFile(rel string, data []byte, mode Mode, sync bool) (*syscall.Stat_t, error) {
+	pfd, name, err := d.openParent(rel, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	tmp, err := writeTemp(pfd, data, mode, sync)
+	if err != nil {
+		return nil, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	if err := unix.Renameat(pfd, tmp, pfd, name); err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
+		return nil, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, nil
+	}
+	return toSyscall(&st), nil
+}
+
+// Remove removes the file (or empty folder) rel.
+func (d *Dir) Remove(rel string) error {
+	pfd, name, err := d.openParent(rel, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	err = unix.Unlinkat(pfd, name, 0)
+	if errors.Is(err, unix.EISDIR) {
+		err = unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
+	}
+	if err != nil {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
+
+// Lease takes a write lease on the work file rel (see Lease).
+func (d *Dir) Lease(rel string, wait time.Duration) (*Leased, error) {
+	fd, err := openAt(d.fd, rel, unix.O_RDWR|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	return leaseFd(fd, rel, wait)
+}
+
+// ErrNoExchange is returned where the filesystem has no rename-exchange.
+var ErrNoExchange = errors.New("no rename-exchange on this filesystem")
+
+// Exchange puts data at rel in one step and returns exactly what it
+// displaced (nil when nothing stood there) and the new file's stat: the new
+// version is written beside it and swapped in with
+// renameat2(RENAME_EXCHANGE).
+func (d *Dir) Exchange(rel string, data []byte, mode Mode) (*File, *syscall.Stat_t, error) {
+	pfd, name, err := d.openParent(rel, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(pfd)
+	tmp, err := writeTemp(pfd, data, mode, false)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	defer unix.Unlinkat(pfd, tmp, 0) // after an exchange it holds the displaced file
+	var old *File
+	for attempt := 0; ; attempt++ {
+		err = unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE)
+		if err == nil {
+			if old, err = readAt(pfd, tmp, rel); err != nil {
+				return nil, nil, fmt.Errorf("write %s: read what it displaced: %w", rel, err)
+			}
+			if old == nil {
+				old = &File{Data: []byte{}} // a folder cannot be exchanged; never here
+			}
+			break
+		}
+		if errors.Is(err, unix.ENOENT) {
+			err = unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, unix.EEXIST) && attempt < 10 {
+				continue // created meanwhile: exchange instead
+			}
+		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, nil, fmt.Errorf("write %s: %w: %v", rel, ErrNoExchange, err)
+		}
+		return nil, nil, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return old, nil, nil
+	}
+	return old, toSyscall(&st), nil
+}
+
+// Create puts data at rel only if nothing stands there, and says whether it
+// did.
+func (d *Dir) Create(rel string, data []byte, mode Mode) (*syscall.Stat_t, bool, error) {
+	pfd, name, err := d.openParent(rel, true)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unix.Close(pfd)
+	tmp, err := writeTemp(pfd, data, mode, false)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	defer unix.Unlinkat(pfd, tmp, 0)
+	if err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, false, nil
+		}
+		return nil, false, &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, true, nil
+	}
+	return toSyscall(&st), true, nil
+}
+
+// Rename moves oldRel to newRel, both beneath d (flags as renameat2's, e.g.
+// unix.RENAME_NOREPLACE); the names' own links are moved, never followed.
+func (d *Dir) Rename(oldRel, newRel string, flags uint) error {
+	opfd, oname, err := d.openParent(oldRel, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(opfd)
+	npfd, nname, err := d.openParent(newRel, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(npfd)
+	if err := unix.Renameat2(opfd, oname, npfd, nname, flags); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldRel, New: newRel, Err: err}
+	}
+	return nil
+}
