@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -433,4 +434,92 @@ func (d *Dir) Rename(oldRel, newRel string, flags uint) error {
 		return &os.LinkError{Op: "rename", Old: oldRel, New: newRel, Err: err}
 	}
 	return nil
+}
+
+// Entry is one name in a folder, with its lstat.
+type Entry struct {
+	Name string
+	Stat *syscall.Stat_t
+}
+
+// IsDir reports whether the entry is a folder (a link to one is not).
+func (e Entry) IsDir() bool { return e.Stat.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+
+// IsLink reports whether the entry is a symbolic link.
+func (e Entry) IsLink() bool { return e.Stat.Mode&syscall.S_IFMT == syscall.S_IFLNK }
+
+// ReadDir lists the folder rel ("" for the root) beneath d, sorted by name,
+// each entry lstat-ed relative to the folder's descriptor.
+func (d *Dir) ReadDir(rel string) ([]Entry, error) {
+	var fd int
+	var err error
+	if rel == "" {
+		fd, err = unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	} else {
+		fd, err = openAt(d.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, &os.PathError{Op: "readdir", Path: rel, Err: err}
+	}
+	slices.Sort(names)
+	out := make([]Entry, 0, len(names))
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		out = append(out, Entry{Name: n, Stat: toSyscall(&st)})
+	}
+	return out, nil
+}
+
+// RemoveAll removes rel and, for a folder, everything below it, without
+// following any link (a link is removed, never what it points to).
+func (d *Dir) RemoveAll(rel string) error {
+	pfd, name, err := d.openParent(rel, false)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	if err := removeAllAt(pfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
+
+func removeAllAt(pfd int, name string, depth int) error {
+	err := unix.Unlinkat(pfd, name, 0)
+	if err == nil || !(errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM)) {
+		return err
+	}
+	if depth > 256 {
+		return unix.ELOOP
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	for _, n := range names {
+		if err := removeAllAt(fd, n, depth+1); err != nil && !errors.Is(err, unix.ENOENT) {
+			f.Close()
+			return err
+		}
+	}
+	f.Close()
+	return unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
 }
