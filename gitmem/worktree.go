@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,22 +14,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
 )
 
-// ErrBadPath is returned for a path that is not a plain relative path inside
-// the work tree (absolute, "..", ".git", empty parts).
-var ErrBadPath = errors.New("bad path")
+// ErrBadPath is returned for a path that is not a memory path (see
+// worktree.Check): it is worktree.ErrUntrackable, so either matches.
+var ErrBadPath = worktree.ErrUntrackable
 
-// cleanPath checks a work-tree-relative slash path.
+// cleanPath checks a work-tree-relative path by the one rule
+// (worktree.Check) and returns it as a slash path.
 func cleanPath(p string) (string, error) {
 	p = filepath.ToSlash(p)
-	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("%w %q: want a clean relative path", ErrBadPath, p)
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." || part == "." || strings.EqualFold(part, ".git") {
-			return "", fmt.Errorf("%w %q: %q is not allowed", ErrBadPath, p, part)
-		}
+	if err := worktree.Check(p); err != nil {
+		return "", err
 	}
 	return p, nil
 }
@@ -218,4 +214,11 @@ func (r *Repo) realParents(rel string) error {
 		r.log.Warn("a symbolic link stood where the tree has a folder; moved aside", "link", link)
 	}
 	return fmt.Errorf("%s: too many symbolic links on the path", rel)
+}
+
+// isDir reports whether rel is a folder in the work tree (not following
+// a symbolic link).
+func (r *Repo) isDir(rel string) bool {
+	fi, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(rel)))
+	return err == nil && fi.IsDir()
 }
