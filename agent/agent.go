@@ -71,6 +71,8 @@ type Agent struct {
 	// writeMu serialises the pipeline's commits with memory-tool calls and
 	// operator block changes (local steps only, never the network).
 	writeMu sync.Mutex
+	// skipMu serialises updates of the skipped-paths record.
+	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
 	callMu sync.Mutex
 	// ctxMu guards the context cache (rendered once per revision).

@@ -111,13 +111,14 @@ func (a *Agent) rescan() {
 			return
 		}
 	}
-	dirty, err := repo.DirtyPaths()
+	sc, err := repo.ScanWork()
 	if err != nil {
 		a.log.Warn("scan failed", "err", err)
 		return
 	}
+	a.noteSkipped(sc.Skipped, true)
 	held := a.readHeld()
-	for _, d := range dirty {
+	for _, d := range sc.Dirty {
 		if !slices.Contains(held, d.Path) {
 			a.Changed(d.Path)
 		}

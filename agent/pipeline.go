@@ -71,6 +71,9 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		Keep:    a.keepRejected,
 	})
 	a.repackSoon(repo)
+	if len(res.Skipped) > 0 {
+		a.noteSkipped(res.Skipped, false)
+	}
 	out.Committed = len(res.Commits)
 	for _, p := range res.Committed {
 		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {

@@ -73,7 +73,10 @@ type Status struct {
 	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
 	// LimitExceeded are files whose body is over their front matter's limit.
 	LimitExceeded []reminders.LimitOver `json:"limit_exceeded,omitempty"`
-	Ready         bool                  `json:"ready"`
+	// PathSkipped are paths in the folder git cannot track (a .git below
+	// the root, in any case, ...): never committed; the rest is.
+	PathSkipped []reminders.PathSkip `json:"path_skipped,omitempty"`
+	Ready       bool                 `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -135,7 +138,9 @@ func (a *Agent) Status(scan bool) Status {
 				for _, d := range rs.Dirty {
 					st.Dirty = append(st.Dirty, d.Path)
 				}
+				st.PathSkipped = skippedFromScan(rs.Skipped)
 			} else {
+				st.PathSkipped = a.pathsSkipped()
 				slices.Sort(pending)
 				st.Dirty = append(st.Dirty, pending...)
 			}
@@ -284,6 +289,7 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		SecretHeld:        st.SecretHeld,
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
 		LimitExceeded:     st.LimitExceeded,
+		PathSkipped:       st.PathSkipped,
 	}
 	if st.LastError != nil {
 		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts

@@ -133,12 +133,13 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 
 // commitUncommitted commits each dirty path through the pipeline.
 func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, []string, error) {
-	dirty, err := a.repository().DirtyPaths()
+	sc, err := a.repository().ScanWork()
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	paths := make([]string, 0, len(dirty))
-	for _, d := range dirty {
+	a.noteSkipped(sc.Skipped, true)
+	paths := make([]string, 0, len(sc.Dirty))
+	for _, d := range sc.Dirty {
 		paths = append(paths, d.Path)
 	}
 	out, err := a.commitDirect(paths, acceptDeletes)

@@ -90,6 +90,15 @@ func TestRelPath(t *testing.T) {
 		root + "/.git":                   "-",
 		root + "/notes/.memfsd-tmp-1234": "-",
 		"/elsewhere/a.md":                "-",
+		// Below an untrackable folder (worktree.Check): that folder, told
+		// once by the pipeline whatever is written inside.
+		root + "/notes/.gitignore":       "notes/.gitignore",
+		root + "/sub/.git":               "sub/.git",
+		root + "/sub/.git/config":        "sub/.git",
+		root + "/.GIT/objects/ab/cd":     ".GIT",
+		root + "/Deep/x/.Git/config":     "Deep/x/.Git",
+		root + "/w/git~1/x":              "w/git~1",
+		root + "/sub/.memfsd-tmp-take-1": "-",
 	}
 	for p, want := range cases {
 		got, ok := relPath(root, p)

@@ -14,7 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/memfsd/memfsd/agent"
-	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // watcher is one inotify instance for every agent (an instance per agent
@@ -66,10 +66,25 @@ func (wt *watcher) addTree(m *agent.Agent, dir string, queueFiles bool) error {
 		if err != nil {
 			return nil // gone already
 		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
+		if rel, ok := relPath(root, p); ok && rel != "" {
+			if skip, why := worktree.Skip(rel, d.IsDir()); skip {
+				// Not a memory path (a .git below the root, ...): not
+				// watched; handed on so the pipeline tells the agent.
+				if why != "" && queueFiles {
+					m.Changed(rel)
+				}
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
+		} else if !ok && p != root {
+			if d.IsDir() {
+				return filepath.SkipDir // the repository's own .git
+			}
+			return nil
+		}
+		if d.IsDir() {
 			if err := wt.w.Add(p); err != nil {
 				if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
 					return err
@@ -184,19 +199,26 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 	m.Changed(rel)
 }
 
-// relPath is p relative to root as a slash path; false for .git, memfsd's
-// temporary files and anything outside root.
+// relPath is p relative to root as a slash path; false for the
+// repository's own .git (and below), memfsd's temporary files and anything
+// outside root. A path below another untrackable folder (a .git below
+// the root, in any case) is that folder: the pipeline skips it and tells
+// the agent once, whatever is written inside.
 func relPath(root, p string) (string, bool) {
 	if root == "" || !strings.HasPrefix(p, root) {
 		return "", false
 	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, root), string(filepath.Separator))
 	rel = filepath.ToSlash(rel)
-	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+	if rel == "" {
+		return "", true
+	}
+	var pe *worktree.PathError
+	if !errors.As(worktree.Check(rel), &pe) {
+		return rel, true
+	}
+	if pe.Silent {
 		return "", false
 	}
-	if atomicfile.IsTemp(p) {
-		return "", false
-	}
-	return rel, true
+	return pe.Prefix, true
 }

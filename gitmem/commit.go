@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // ErrNothingToCommit is returned by CommitWrite when the paths already
@@ -118,6 +120,9 @@ type CommitResult struct {
 	Committed []string        // paths committed, in order
 	Held      []string        // paths left uncommitted by the guard
 	Restored  []Restored
+	// Skipped are paths that are not memory paths (worktree.Check), left
+	// out while the others were committed; without One only.
+	Skipped []SkippedPath
 }
 
 // Commit is the one commit pipeline: under the repo's mutex and git's
@@ -143,6 +148,17 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	clean := make([]string, 0, len(req.Paths))
 	for _, p := range req.Paths {
 		c, err := cleanPath(p)
+		if err != nil && !req.One {
+			// One untrackable path (a .git below the root, ...) must not
+			// stop the others: it is left out and reported, once per
+			// folder (the first bad part), and silently for memfsd's own.
+			var pe *worktree.PathError
+			if errors.As(err, &pe) && !pe.Silent && !slices.ContainsFunc(res.Skipped, func(s SkippedPath) bool { return s.Path == pe.Prefix }) {
+				_, why := worktree.Skip(pe.Prefix, r.isDir(pe.Prefix))
+				res.Skipped = append(res.Skipped, SkippedPath{Path: pe.Prefix, Reason: why})
+			}
+			continue
+		}
 		if err != nil {
 			return res, err
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // Change kinds reported by DirtyPaths, as in memfsd's commit messages.
@@ -33,29 +33,51 @@ type DirtyPath struct {
 	Kind string // ChangeCreate, ChangeUpdate or ChangeDelete
 }
 
+// SkippedPath is a path in the work tree that is not a memory path
+// (worktree.Check: a .git in any case at any depth, ...): never committed,
+// and worth telling the agent. A skipped folder is one entry.
+type SkippedPath struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// WorkScan is what a scan of the work tree found.
+type WorkScan struct {
+	Dirty   []DirtyPath   // paths that differ from HEAD, sorted
+	Skipped []SkippedPath // untrackable paths left out, sorted
+}
+
 // DirtyPaths lists the work-tree paths that differ from HEAD, sorted.
 // Files whose index stat still matches are not read; .gitignore is honoured
 // for untracked files.
 func (r *Repo) DirtyPaths() ([]DirtyPath, error) {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.dirtyPaths()
+	sc, err := r.ScanWork()
+	return sc.Dirty, err
 }
 
-func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
+// ScanWork is DirtyPaths that also lists the paths it skipped because they
+// cannot be tracked (worktree.Skip), so the agent can be told.
+func (r *Repo) ScanWork() (WorkScan, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.scanWork()
+}
+
+func (r *Repo) scanWork() (WorkScan, error) {
+	var sc WorkScan
 	head, err := r.Head()
 	if err != nil {
-		return nil, err
+		return sc, err
 	}
 	tracked := map[string]object.TreeEntry{}
 	if !head.IsZero() {
 		if err := r.flattenCommit(head, tracked); err != nil {
-			return nil, err
+			return sc, err
 		}
 	}
 	ix, err := r.readIndex()
 	if err != nil {
-		return nil, err
+		return sc, err
 	}
 	var ignore gitignore.Matcher
 	if ps, err := gitignore.ReadPatterns(osfs.New(r.Dir), nil); err == nil && len(ps) > 0 {
@@ -75,13 +97,16 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 			return nil
 		}
 		rel := filepath.ToSlash(abs[len(r.Dir)+1:])
-		if d.IsDir() {
-			if d.Name() == ".git" {
+		if skip, why := worktree.Skip(rel, d.IsDir()); skip {
+			if why != "" {
+				sc.Skipped = append(sc.Skipped, SkippedPath{Path: rel, Reason: why})
+			}
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if atomicfile.IsTemp(d.Name()) {
+		if d.IsDir() {
 			return nil
 		}
 		entry, isTracked := tracked[rel]
@@ -105,7 +130,7 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", r.Dir, err)
+		return sc, fmt.Errorf("scan %s: %w", r.Dir, err)
 	}
 	for p := range tracked {
 		if !seen[p] {
@@ -116,7 +141,8 @@ func (r *Repo) dirtyPaths() ([]DirtyPath, error) {
 	if len(stale) > 0 {
 		r.refreshIndex(stale)
 	}
-	return dirty, nil
+	sc.Dirty = dirty
+	return sc, nil
 }
 
 // refreshIndex records the current stat of files whose content matches

@@ -17,6 +17,7 @@ type Status struct {
 	Ahead      int // local commits the remote lacks
 	Behind     int // remote commits not in the local branch
 	Dirty      []DirtyPath
+	Skipped    []SkippedPath // untrackable paths the scan left out (Status only)
 }
 
 // Status reads head, remote head, how far they are apart and the dirty
@@ -28,9 +29,11 @@ func (r *Repo) Status() (Status, error) {
 	if err != nil {
 		return st, err
 	}
-	if st.Dirty, err = r.dirtyPaths(); err != nil {
+	sc, err := r.scanWork()
+	if err != nil {
 		return st, fmt.Errorf("status: %w", err)
 	}
+	st.Dirty, st.Skipped = sc.Dirty, sc.Skipped
 	return st, nil
 }
 

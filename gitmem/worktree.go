@@ -1,31 +1,25 @@
 package gitmem
 
 import (
-	"errors"
-	"fmt"
-	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/worktree"
 )
 
-// ErrBadPath is returned for a path that is not a plain relative path inside
-// the work tree (absolute, "..", ".git", empty parts).
-var ErrBadPath = errors.New("bad path")
+// ErrBadPath is returned for a path that is not a memory path (see
+// worktree.Check): it is worktree.ErrUntrackable, so either matches.
+var ErrBadPath = worktree.ErrUntrackable
 
-// cleanPath checks a work-tree-relative slash path.
+// cleanPath checks a work-tree-relative path by the one rule
+// (worktree.Check) and returns it as a slash path.
 func cleanPath(p string) (string, error) {
 	p = filepath.ToSlash(p)
-	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("%w %q: want a clean relative path", ErrBadPath, p)
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." || part == "." || strings.EqualFold(part, ".git") {
-			return "", fmt.Errorf("%w %q: %q is not allowed", ErrBadPath, p, part)
-		}
+	if err := worktree.Check(p); err != nil {
+		return "", err
 	}
 	return p, nil
 }

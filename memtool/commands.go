@@ -396,7 +396,7 @@ func (t *Tool) delete(in Input) (string, error) {
 	}
 	var files []string
 	if fi.IsDir() {
-		if files, err = t.filesBelow(rel, abs); err != nil {
+		if files, _, err = t.filesBelow(rel, abs); err != nil {
 			return "", err
 		}
 	} else {
@@ -455,9 +455,9 @@ func (t *Tool) rename(in Input) (string, error) {
 	if err := t.checkParents(newRel); err != nil {
 		return "", err
 	}
-	var files []string
+	var files, skipped []string
 	if fi.IsDir() {
-		if files, err = t.filesBelow(oldRel, oldAbs); err != nil {
+		if files, skipped, err = t.filesBelow(oldRel, oldAbs); err != nil {
 			return "", err
 		}
 	} else {
@@ -483,6 +483,14 @@ func (t *Tool) rename(in Input) (string, error) {
 		return "", err
 	}
 	if fi.IsDir() {
+		// What is not memory (a nested repository's .git) is never
+		// committed, but it is the agent's: it moves with the folder.
+		for _, s := range skipped {
+			dst := filepath.Join(t.Dir, filepath.FromSlash(newRel+strings.TrimPrefix(s, oldRel)))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+				_ = os.Rename(filepath.Join(t.Dir, filepath.FromSlash(s)), dst)
+			}
+		}
 		os.RemoveAll(oldAbs)
 	}
 	return "Successfully renamed " + in.OldPath + " to " + in.NewPath, nil

@@ -1,8 +1,12 @@
 package memtool
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
+
+	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // Root is the path the model sees for the memory folder.
@@ -37,9 +41,12 @@ func (t *Tool) resolve(p string) (rel, abs string, err error) {
 				return "", "", toolErr("Path %s would escape /memories directory", p)
 			}
 			stack = stack[:len(stack)-1]
-		case strings.EqualFold(part, ".git"):
-			return "", "", toolErr("Path %s is inside .git, which holds memory's history and is not writable or readable here", p)
 		default:
+			// Each name as written, before ".." is applied: a path that
+			// passes through .git is refused even if it climbs out again.
+			if err := untrackable(p, part); err != nil {
+				return "", "", err
+			}
 			stack = append(stack, part)
 		}
 	}
@@ -65,8 +72,11 @@ func (t *Tool) checkSymlinks(abs string) error {
 			if resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
 				return toolErr("Path would escape /memories directory via symlink")
 			}
-			inside := strings.TrimPrefix(resolved, root+string(filepath.Separator))
-			if first, _, _ := strings.Cut(filepath.ToSlash(inside), "/"); strings.EqualFold(first, ".git") {
+			if resolved == root {
+				return nil
+			}
+			inside := filepath.ToSlash(strings.TrimPrefix(resolved, root+string(filepath.Separator)))
+			if worktree.Check(inside) != nil {
 				return toolErr("Path would reach .git via symlink")
 			}
 			return nil
@@ -78,6 +88,23 @@ func (t *Tool) checkSymlinks(abs string) error {
 		}
 		cur = parent
 	}
+}
+
+// untrackable refuses a name that is not part of a memory path by the one
+// rule (worktree.Check), with the tool's wording: what the scan and the
+// watcher skip, the tool refuses.
+func untrackable(p, part string) error {
+	var pe *worktree.PathError
+	if !errors.As(worktree.Check(part), &pe) {
+		return nil
+	}
+	switch pe.Reason {
+	case worktree.ReasonDotGit, worktree.ReasonNTFS, worktree.ReasonHFS:
+		return toolErr("Path %s is inside .git, which holds memory's history and is not writable or readable here", p)
+	case worktree.ReasonTemp:
+		return toolErr("Path %s uses memfsd's temporary-file prefix %s; choose another name", p, atomicfile.Prefix)
+	}
+	return toolErr("Path %s is not a valid memory path: %s", p, pe.Reason)
 }
 
 func quoteNUL(p string) string { return strings.ReplaceAll(p, "\x00", `\0`) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // Input is one tool call, as the model sends it.
@@ -272,25 +273,38 @@ func removeEmptyParents(root, dir string) {
 }
 
 // filesBelow lists the regular files below dir (relative to the memory
-// folder), sorted.
-func (t *Tool) filesBelow(rel, abs string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+// folder), sorted, and the entries below it that are not memory paths
+// (worktree.Skip: a nested repository's .git, ...; memfsd's temporary
+// files left out), which are never committed and not descended into.
+func (t *Tool) filesBelow(rel, abs string) (files, skipped []string, err error) {
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
+		if p == abs {
+			if !d.IsDir() {
+				files = append(files, rel)
 			}
 			return nil
 		}
 		r, _ := filepath.Rel(t.Dir, p)
-		out = append(out, filepath.ToSlash(r))
+		r = filepath.ToSlash(r)
+		if skip, why := worktree.Skip(r, d.IsDir()); skip {
+			if why != "" { // not memfsd's own temporary files
+				skipped = append(skipped, r)
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			files = append(files, r)
+		}
 		return nil
 	})
-	slices.Sort(out)
-	return out, err
+	slices.Sort(files)
+	return files, skipped, err
 }
 
 func message(in Input, def string) string {

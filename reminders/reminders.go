@@ -19,6 +19,7 @@ const (
 	KindRemoteDeleteHeld = "remote_delete_held"
 	KindSecretHeld       = "secret_held"
 	KindLimitExceeded    = "limit_exceeded"
+	KindPathSkipped      = "path_skipped"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -48,6 +49,14 @@ type State struct {
 	HeldRemoteDeletes []string
 	// LimitExceeded are files whose body is over their front matter's limit.
 	LimitExceeded []LimitOver
+	// PathSkipped are paths git cannot track (a .git below the root, ...).
+	PathSkipped []PathSkip
+}
+
+// PathSkip is a path in the memory folder that is never committed, and why.
+type PathSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // LimitOver is a file over its limit: its size and limit in characters.
@@ -142,6 +151,16 @@ func Build(st State, now time.Time) []Reminder {
 		out = append(out, Reminder{KindLimitExceeded, fmt.Sprintf(
 			"Over the size limit set in its front matter: %s. Shorten it: keep what matters, drop the rest; the memory tool refuses writes past the limit.",
 			files)})
+	}
+	if len(st.PathSkipped) > 0 {
+		paths := make([]string, len(st.PathSkipped))
+		for i, s := range st.PathSkipped {
+			paths[i] = s.Path
+		}
+		out = append(out, Reminder{KindPathSkipped, fmt.Sprintf(
+			"Not saved: %s. Git never tracks a file or folder named .git (in any case, at any depth, or spelled as Windows or macOS read it, e.g. .git. or git~1); a nested repository, a submodule or a worktree has one. Everything else in memory is saved as usual. "+
+				"Keep no memory in it: move what you need into a folder with another name, then delete it (for a nested repository, its .git; its history is not synced).",
+			list(paths, 10))})
 	}
 	if len(st.HeldRemoteDeletes) > 0 {
 		out = append(out, Reminder{KindRemoteDeleteHeld, fmt.Sprintf(

@@ -44,3 +44,17 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("retryable gives %s", rs[1].Kind)
 	}
 }
+
+func TestBuild_PathSkipped(t *testing.T) {
+	rs := reminders.Build(reminders.State{Agent: "a", PathSkipped: []reminders.PathSkip{
+		{Path: ".GIT", Reason: "x"}, {Path: "sub/.git", Reason: "y"},
+	}}, time.Now())
+	if len(rs) != 1 || rs[0].Kind != reminders.KindPathSkipped {
+		t.Fatalf("reminders = %+v", rs)
+	}
+	for _, want := range []string{"Not saved: /memories/.GIT, /memories/sub/.git.", "Everything else", "move what you need"} {
+		if !strings.Contains(rs[0].Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, rs[0].Text)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/reminders"
+)
+
+// pathSkippedFile maps the untrackable paths found in the work tree (a
+// .git below the root, ...) to why they are not committed. It is what
+// makes each one logged once, across the daemon, `memfsd sync` and
+// restarts, rather than at every scan.
+const pathSkippedFile = "path-skipped.json"
+
+// noteSkipped records untrackable paths the scan or the pipeline left out
+// and logs the ones not recorded before. A complete list (a full scan)
+// replaces the record; a partial one (the pipeline's) adds to it. Paths
+// no longer in the work tree drop out either way.
+func (a *Agent) noteSkipped(found []gitmem.SkippedPath, complete bool) {
+	a.skipMu.Lock()
+	defer a.skipMu.Unlock()
+	old := a.readSkipped()
+	next := map[string]string{}
+	if !complete {
+		maps.Copy(next, old)
+	}
+	for _, s := range found {
+		next[s.Path] = s.Reason
+	}
+	for p := range next {
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+			delete(next, p) // gone: nothing left to skip
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(next)) {
+		if _, ok := old[p]; !ok {
+			a.log.Warn("not committed: the path cannot be tracked by git; the other files are committed as usual", "path", p, "reason", next[p])
+		}
+	}
+	if maps.Equal(old, next) {
+		return
+	}
+	if err := a.writeSkipped(next); err != nil {
+		a.log.Warn("recording skipped paths failed; they are found again at the next scan", "err", err)
+	}
+}
+
+// pathsSkipped is the record narrowed to paths still in the work tree.
+func (a *Agent) pathsSkipped() []reminders.PathSkip {
+	var out []reminders.PathSkip
+	for p, why := range a.readSkipped() {
+		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err == nil {
+			out = append(out, reminders.PathSkip{Path: p, Reason: why})
+		}
+	}
+	slices.SortFunc(out, func(x, y reminders.PathSkip) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// skippedFromScan turns a scan's skipped paths into the status form.
+func skippedFromScan(found []gitmem.SkippedPath) []reminders.PathSkip {
+	out := make([]reminders.PathSkip, 0, len(found))
+	for _, s := range found {
+		out = append(out, reminders.PathSkip{Path: s.Path, Reason: s.Reason})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (a *Agent) readSkipped() map[string]string {
+	rec := map[string]string{}
+	if data, err := os.ReadFile(a.recordPath(pathSkippedFile)); err == nil {
+		_ = json.Unmarshal(data, &rec)
+	}
+	return rec
+}
+
+func (a *Agent) writeSkipped(rec map[string]string) error {
+	p := a.recordPath(pathSkippedFile)
+	if len(rec) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("record skipped paths: %w", err)
+		}
+		return nil
+	}
+	data, _ := json.Marshal(rec)
+	if err := writeRecord(p, data); err != nil {
+		return fmt.Errorf("record skipped paths: %w", err)
+	}
+	return nil
+}
