@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -86,50 +86,57 @@ func (r *Repo) scanWork() (WorkScan, error) {
 	var dirty []DirtyPath
 	var stale []string
 	seen := make(map[string]bool, len(tracked))
-	err = filepath.WalkDir(r.Dir, func(abs string, d fs.DirEntry, err error) error {
+	// The walk lists each folder through its descriptor beneath the work
+	// tree (worktree.Dir): a folder swapped for a link mid-walk is not
+	// followed out of the folder.
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := r.wt.ReadDir(dir)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				return nil // gone, or a link now: nothing of the tree below
 			}
 			return err
 		}
-		if abs == r.Dir {
-			return nil
-		}
-		rel := filepath.ToSlash(abs[len(r.Dir)+1:])
-		if skip, why := worktree.Skip(rel, d.IsDir()); skip {
-			if why != "" {
-				sc.Skipped = append(sc.Skipped, SkippedPath{Path: rel, Reason: why})
+		for _, e := range entries {
+			rel := e.Name
+			if dir != "" {
+				rel = dir + "/" + e.Name
 			}
-			if d.IsDir() {
-				return filepath.SkipDir
+			if skip, why := worktree.Skip(rel, e.IsDir()); skip {
+				if why != "" {
+					sc.Skipped = append(sc.Skipped, SkippedPath{Path: rel, Reason: why})
+				}
+				continue
 			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		entry, isTracked := tracked[rel]
-		if !isTracked && ignore != nil && ignore.Match(strings.Split(rel, "/"), false) {
-			return nil
-		}
-		seen[rel] = true
-		h, mode, fromIndex, err := r.workHashStat(rel, abs, ix)
-		if err != nil {
-			return err
-		}
-		if e, ok := ix.lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
-			stale = append(stale, rel) // same content, stale stat: refresh below
-		}
-		switch {
-		case !isTracked:
-			dirty = append(dirty, DirtyPath{rel, ChangeCreate})
-		case h != entry.Hash || mode != entry.Mode:
-			dirty = append(dirty, DirtyPath{rel, ChangeUpdate})
+			if e.IsDir() {
+				if err := walk(rel); err != nil {
+					return err
+				}
+				continue
+			}
+			entry, isTracked := tracked[rel]
+			if !isTracked && ignore != nil && ignore.Match(strings.Split(rel, "/"), false) {
+				continue
+			}
+			seen[rel] = true
+			h, mode, fromIndex, err := r.workHashStat(rel, e.Stat, ix)
+			if err != nil {
+				return err
+			}
+			if e, ok := ix.lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
+				stale = append(stale, rel) // same content, stale stat: refresh below
+			}
+			switch {
+			case !isTracked:
+				dirty = append(dirty, DirtyPath{rel, ChangeCreate})
+			case h != entry.Hash || mode != entry.Mode:
+				dirty = append(dirty, DirtyPath{rel, ChangeUpdate})
+			}
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(""); err != nil {
 		return sc, fmt.Errorf("scan %s: %w", r.Dir, err)
 	}
 	for p := range tracked {
@@ -189,39 +196,27 @@ func (r *Repo) refreshIndex(paths []string) {
 	}
 }
 
-// workHash is the blob id and mode of a work-tree file, taken from the index
-// when its stat still matches.
-func (r *Repo) workHash(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.FileMode, error) {
-	h, mode, _, err := r.workHashStat(rel, abs, ix)
-	return h, mode, err
-}
-
-// workHashStat is workHash that also says whether the index's stat vouched
-// for the file (no read needed).
-func (r *Repo) workHashStat(rel, abs string, ix *rawIndex) (plumbing.Hash, filemode.FileMode, bool, error) {
-	fi, err := os.Lstat(abs)
-	if err != nil {
-		return plumbing.ZeroHash, 0, false, err
-	}
+// workHashStat is the blob id and mode of the work-tree file rel (whose
+// lstat is st), taken from the index when its stat still matches; it also
+// says whether the index's stat vouched for the file (no read needed).
+func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *rawIndex) (plumbing.Hash, filemode.FileMode, bool, error) {
 	mode := filemode.Regular
 	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
+	case st.Mode&syscall.S_IFMT == syscall.S_IFLNK:
 		mode = filemode.Symlink
-	case !fi.Mode().IsRegular():
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return plumbing.ZeroHash, 0, false, nil
-	case fi.Mode()&0o111 != 0:
+	case st.Mode&0o111 != 0:
 		mode = filemode.Executable
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
 	if e, ok := ix.lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.mtime) {
 		return e.Hash, mode, true, nil
 	}
-	if mode == filemode.Symlink {
-		t, err := os.Readlink(abs)
-		return blobHash([]byte(t)), mode, false, err
+	f, err := r.wt.Read(rel)
+	if err != nil || f == nil {
+		return plumbing.ZeroHash, mode, false, err
 	}
-	data, err := os.ReadFile(abs)
-	return blobHash(data), mode, false, err
+	return blobHash(f.Data), gitMode(f.Mode), false, nil
 }
 
 // flattenCommit fills files with every blob of the commit's tree. The last
@@ -287,8 +282,8 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 			return "", err
 		}
 	}
-	fi, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(p)))
-	exists := err == nil && !fi.IsDir()
+	st, err := r.wt.Lstat(p)
+	exists := err == nil && !isDirStat(st)
 	switch {
 	case exists && tracked:
 		return ChangeUpdate, nil
