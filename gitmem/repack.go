@@ -129,6 +129,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 		res.Merged = append(res.Merged, p.name)
 	}
 	r.objs.rereadPacks()
+	r.objs.packsRolledUp(res.Merged, name)
 	r.unlock()
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
