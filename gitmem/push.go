@@ -113,7 +113,7 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.unlock()
-	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
 }
 
 // pushPlan is what a push sends, prepared under r.mu.
@@ -136,7 +136,7 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 		return p, err
 	}
 	if remote == p.local {
-		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait)
+		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait, r.spares)
 	}
 	if p.commits, err = r.commitsSince(p.local, remote); err != nil {
 		return p, err
