@@ -89,7 +89,8 @@ type Repo struct {
 	st        *filesystem.Storage
 	objs      *objectStore
 	spares    *spares
-	owner     *os.File // shared flock: see claim
+	bg        *background // a repack and its goroutines: Close waits
+	owner     *os.File    // shared flock: see claim
 	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
@@ -104,8 +105,11 @@ type Repo struct {
 	beforeMove func()
 }
 
-// Close stops the repo's background work (refilling spare files).
+// Close stops the repo's background work (a repack: cancelled, and waited
+// for until its goroutines have ended and closed their files; refilling
+// spare files) and closes its files.
 func (r *Repo) Close() error {
+	r.bg.stop()
 	r.spares.stop()
 	r.objs.releaseKept()
 	r.objs.close()
@@ -169,6 +173,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		st:     st,
 		objs:   objs,
 		spares: sp,
+		bg:     newBackground(),
 		log:    opts.Logger,
 	}
 }
