@@ -15,3 +15,13 @@ func SetSplitMinEntries(n int) func() {
 	splitMinEntries = n
 	return func() { splitMinEntries = old }
 }
+
+// LeaveIndexLock takes .git/index.lock as a commit does and never lets go
+// of it: what a memfsd killed mid-commit leaves behind.
+func LeaveIndexLock(r *Repo) error {
+	lk, err := acquireLock(r.GitDir+"/index", r.opts.LockWait, r.spares)
+	if err != nil {
+		return err
+	}
+	return lk.f.Close()
+}

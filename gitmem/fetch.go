@@ -118,7 +118,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
 		}
 	}
-	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait); err != nil {
+	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait, r.spares); err != nil {
 		return tip, err
 	}
 	return tip, nil

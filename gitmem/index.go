@@ -60,6 +60,11 @@ type indexEntryInfo struct {
 
 var errIndexFormat = errors.New("unsupported index format")
 
+// errSparseIndex: a sparse index (index.sparse) holds folders outside the
+// sparse cone as single entries; rebuilt from HEAD it would list every
+// file, and those not checked out would look deleted.
+var errSparseIndex = errors.New("a sparse index (index.sparse=true) is not supported; run `git sparse-checkout disable` in the memory folder")
+
 // parseRawIndex parses an index file's bytes; link is its split-index
 // extension (nil for a whole index), whose shared entries the caller
 // merges in.
@@ -68,13 +73,14 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		return nil, nil, fmt.Errorf("read index: %w: bad header", errIndexFormat)
 	}
 	ix = &rawIndex{version: binary.BigEndian.Uint32(data[4:8])}
-	if ix.version != 2 && ix.version != 3 {
-		return nil, nil, fmt.Errorf("read index: %w: version %d (memfsd writes 2 and 3)", errIndexFormat, ix.version)
+	if ix.version < 2 || ix.version > 4 {
+		return nil, nil, fmt.Errorf("read index: %w: version %d (git writes 2 to 4)", errIndexFormat, ix.version)
 	}
 	n := int(binary.BigEndian.Uint32(data[8:12]))
 	ix.entries = make([]rawEntry, 0, n+1)
 	off := indexHeaderLen
 	end := len(data) - indexTrailerSize
+	prev := ""
 	for i := 0; i < n; i++ {
 		if off+indexEntryFixed > end {
 			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
@@ -83,6 +89,16 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		fixed := indexEntryFixed
 		if flags&flagExtended != 0 {
 			fixed += 2
+		}
+		if ix.version == 4 {
+			e, size, err := parseEntryV4(data[off:end], fixed, prev)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read index: %w: entry %d: %w", errIndexFormat, i, err)
+			}
+			ix.entries = append(ix.entries, e)
+			prev = e.path
+			off += size
+			continue
 		}
 		nameLen := int(flags & flagNameMask)
 		if nameLen == flagNameMask {
@@ -113,7 +129,7 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		}
 		switch sig {
 		case "sdir":
-			return nil, nil, fmt.Errorf("read index: %w: %s extension", errIndexFormat, sig)
+			return nil, nil, fmt.Errorf("read index: %w", errSparseIndex)
 		case "link":
 			if link, err = parseIndexLink(data[off+8 : off+8+size]); err != nil {
 				return nil, nil, err
@@ -121,7 +137,66 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		}
 		off += 8 + size
 	}
+	if ix.version == 4 {
+		// Entries are kept in the padded form of versions 2 and 3 (the
+		// form every other step patches and copies), so the index is
+		// written back as 2 or 3: git reads either whatever index.version
+		// says, and rewrites it as 4 at its own next write.
+		ix.version = 2
+	}
 	return ix, link, nil
+}
+
+// parseEntryV4 reads one entry of an index version 4 from the start of d
+// (fixed: the length of its stat part and flags), whose name is
+// compressed against the previous entry's, prev: a varint says how many
+// bytes to strip from the end of prev, then the rest of the name follows,
+// NUL-terminated, with no padding. It returns the entry in the padded form
+// of version 2/3, and how many bytes of d it took.
+func parseEntryV4(d []byte, fixed int, prev string) (rawEntry, int, error) {
+	if len(d) < fixed {
+		return rawEntry{}, 0, errors.New("truncated")
+	}
+	strip, n, ok := decodeVarint(d[fixed:])
+	if !ok {
+		return rawEntry{}, 0, errors.New("bad path prefix length")
+	}
+	if strip > uint64(len(prev)) {
+		return rawEntry{}, 0, fmt.Errorf("strips %d bytes of a %d-byte path", strip, len(prev))
+	}
+	rest := d[fixed+n:]
+	nul := bytes.IndexByte(rest, 0)
+	if nul < 0 {
+		return rawEntry{}, 0, errors.New("unterminated path")
+	}
+	path := prev[:len(prev)-int(strip)] + string(rest[:nul])
+	flags := binary.BigEndian.Uint16(d[60:62])
+	return rawEntry{
+		path:  path,
+		stage: int(flags&flagStageMask) >> 12,
+		data:  entryWithName(d[:fixed], path),
+	}, fixed + n + nul + 1, nil
+}
+
+// decodeVarint reads git's varint (varint.c: 7 bits a byte, most
+// significant first, each continuation adding one), and how many bytes
+// it took; ok is false when it is cut short or overflows.
+func decodeVarint(d []byte) (v uint64, n int, ok bool) {
+	if len(d) == 0 {
+		return 0, 0, false
+	}
+	c := d[0]
+	v, n = uint64(c&0x7f), 1
+	for c&0x80 != 0 {
+		v++
+		if v == 0 || v>>57 != 0 || n == len(d) {
+			return 0, 0, false
+		}
+		c = d[n]
+		n++
+		v = v<<7 | uint64(c&0x7f)
+	}
+	return v, n, true
 }
 
 // find returns the position of path's first entry, and whether it exists.
@@ -254,12 +329,24 @@ func (ix *rawIndex) smudgeRacy(skip map[string]bool) {
 	}
 }
 
-// encode serialises the index as version 2 or 3 (as read), no extensions.
+// versionFor is the index version to write an entry under: an entry with
+// extended flags (skip-worktree, intent-to-add) needs version 3, which git
+// refuses to read as 2.
+func versionFor(version uint32, e rawEntry) uint32 {
+	if version < 3 && len(e.data) >= indexEntryFixed && binary.BigEndian.Uint16(e.data[60:62])&flagExtended != 0 {
+		return 3
+	}
+	return version
+}
+
+// encode serialises the index as version 2 or 3 (as read; 2 for an index
+// read as 4, 3 when an entry needs it), no extensions.
 func (ix *rawIndex) encode() []byte {
 	n := indexHeaderLen + indexTrailerSize
 	version := ix.version
 	for _, e := range ix.entries {
 		n += len(e.data)
+		version = versionFor(version, e)
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, "DIRC"...)

@@ -129,15 +129,25 @@ func (c *indexCache) forget() {
 	c.mu.Unlock()
 }
 
-// readIndex reads .git/index, through the cache. An index whose shared
+// readIndex reads .git/index, through the cache. An index memfsd cannot
+// parse (damaged, cut short, a format it does not know) or whose shared
 // index is lost is rebuilt from HEAD (and written whole or over a new
 // shared index at the next write), with a warning: otherwise no commit
-// could ever be made again.
+// could ever be made again. A sparse index is refused instead (rebuilt,
+// the files outside its cone would look deleted).
 func (r *Repo) readIndex() (*rawIndex, error) {
 	ix, err := r.ixc.read(filepath.Join(r.GitDir, "index"))
-	if errors.Is(err, errSharedIndexLost) {
+	switch {
+	case err == nil:
+		return ix, nil
+	case errors.Is(err, errSparseIndex):
+		return nil, err
+	case errors.Is(err, errSharedIndexLost):
 		r.log.Warn("the index links to a lost shared index; rebuilt from HEAD (staged changes in it are gone, the work tree is untouched)", "err", err)
 		return r.indexFromHead()
+	case errors.Is(err, errIndexFormat):
+		r.log.Warn("the index cannot be read; rebuilt from HEAD (staged changes in it are gone, the work tree is untouched)", "err", err)
+		return r.indexFromHead()
 	}
-	return ix, err
+	return nil, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -15,8 +16,11 @@ import (
 // (the git CLI, a person) before it gives up.
 const DefaultLockWait = 5 * time.Second
 
-// DefaultStaleLockAge is the age past which a lock left behind is removed at
-// start-up: git never holds one that long.
+// DefaultStaleLockAge is the age past which a lock memfsd itself left
+// behind is removed at start-up: memfsd never holds one that long (a
+// commit's milliseconds, never across the network). A lock of anyone else
+// is never removed: a person's `git commit` holds index.lock for as long
+// as its editor is open.
 const DefaultStaleLockAge = time.Minute
 
 // ErrLocked is returned when a git lock file stayed taken for the whole wait.
@@ -34,7 +38,9 @@ type lockFile struct {
 
 // acquireLock takes <target>.lock, retrying until wait has passed. With
 // spares, the lock is a spare file linked into place (no new inode on the
-// write's path); without, it is created with O_CREAT|O_EXCL.
+// write's path, and a restart can tell the lock is memfsd's: see
+// ClearStaleLocks); without, it is created with O_CREAT|O_EXCL. With
+// spares, a missing folder for the lock is made.
 func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, error) {
 	path := target + ".lock"
 	deadline := time.Now().Add(wait)
@@ -51,7 +57,13 @@ func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, erro
 		var f *os.File
 		var err error
 		if spare != nil {
-			if err = linkExclusive(spareName, path); err == nil {
+			err = linkExclusive(spareName, path)
+			if errors.Is(err, fs.ErrNotExist) { // a new ref's folder
+				if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+					err = linkExclusive(spareName, path)
+				}
+			}
+			if err == nil {
 				f = spare
 			}
 		} else {
@@ -72,7 +84,7 @@ func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, erro
 				spare.Close()
 				sp.give(spareName)
 			}
-			return nil, fmt.Errorf("take %s: %w (waited %s; remove it if no git process runs)", path, ErrLocked, wait)
+			return nil, fmt.Errorf("take %s: %w", path, lockedError(path, wait))
 		}
 		time.Sleep(delay)
 		if delay < 20*time.Millisecond {
@@ -126,9 +138,23 @@ func (l *lockFile) rollback() {
 	l.dropSpare()
 }
 
-// ClearStaleLocks removes lock files under gitDir (index.lock, HEAD.lock,
-// ref locks) older than maxAge: a crash left them, and git itself never
-// holds a lock that long. It logs each removal.
+// lockedError says who may hold the lock at path and what to do: a
+// lock held for long is a git command waiting on a person (an editor open
+// for `git commit`) or one that crashed.
+func lockedError(path string, wait time.Duration) error {
+	held := ""
+	if fi, err := os.Stat(path); err == nil {
+		held = fmt.Sprintf(", held for %s", time.Since(fi.ModTime()).Round(time.Second))
+	}
+	return fmt.Errorf("%w (waited %s%s): a git command may be running, e.g. `git commit` with its editor open; remove %s if no git command is running", ErrLocked, wait, held, path)
+}
+
+// ClearStaleLocks removes the lock files under gitDir (index.lock,
+// HEAD.lock, ref locks) that memfsd itself left (a crash) once older than
+// maxAge: memfsd's locks are recognised by their inode, which still has a
+// name in .git/memfsd/spare (see linkExclusive). Any other lock may be a
+// live git's, however old (`git commit` holds index.lock while its editor
+// is open): it is kept, and logged with the next step.
 func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) error {
 	now := time.Now()
 	candidates := []string{
@@ -149,8 +175,9 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
+	var ours map[uint64]string
 	for _, p := range candidates {
-		fi, err := os.Stat(p)
+		fi, err := os.Lstat(p)
 		if err != nil {
 			continue
 		}
@@ -158,12 +185,53 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 		if age < maxAge {
 			continue
 		}
-		if err := os.Remove(p); err != nil {
+		if ours == nil {
+			ours = ownLockSpares(gitDir)
+		}
+		spare, mine := ours[inode(fi)]
+		if !mine {
+			if log != nil {
+				log.Warn("a git lock is held, not by memfsd: kept (remove it if no git command is running)",
+					"path", p, "age", age.Round(time.Second).String())
+			}
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale lock %s: %w", p, err)
 		}
+		_ = os.Remove(spare)
 		if log != nil {
-			log.Warn("removed stale git lock left by a crash", "path", p, "age", age.Round(time.Second).String())
+			log.Warn("removed a lock memfsd left (a crash)", "path", p, "age", age.Round(time.Second).String())
 		}
 	}
 	return nil
+}
+
+// ownLockSpares maps the inodes of spare files that have another name too
+// (a lock memfsd took by linking them) to their name in the spare folder.
+func ownLockSpares(gitDir string) map[uint64]string {
+	spareDir := filepath.Join(gitDir, "memfsd", "spare")
+	ours := map[uint64]string{}
+	entries, err := os.ReadDir(spareDir)
+	if err != nil {
+		return ours
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && fi.Mode().IsRegular() {
+			ours[st.Ino] = filepath.Join(spareDir, e.Name())
+		}
+	}
+	return ours
+}
+
+// inode is fi's inode number (0 when the platform has none).
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }

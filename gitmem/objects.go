@@ -38,9 +38,11 @@ type objectStore struct {
 	recent    map[plumbing.Hash]recentObject
 	// kept are the .keep files of packs whose refs may not have moved yet.
 	kept []string
-	// present caches object ids known to exist; trees caches decoded trees
+	// present caches the objects of memfsd's own packs, trusted while the
+	// packs of view are all there (present.go); trees caches decoded trees
 	// (the root and the folders on hot paths are read back at every write).
 	present map[plumbing.Hash]bool
+	view    packView
 	trees   map[plumbing.Hash]*object.Tree
 	// commitTrees maps commits to their root trees: a write reads its
 	// parent's tree, which is nearly always the commit written before.
@@ -81,17 +83,21 @@ func (s *objectStore) rememberCommit(h, tree plumbing.Hash) {
 
 const objectCacheMax = 16384
 
-func (s *objectStore) remember(h plumbing.Hash, t *object.Tree) {
+// remember records h, pending or in one of memfsd's packs, as present.
+func (s *objectStore) remember(h plumbing.Hash) {
 	if len(s.present) >= objectCacheMax {
 		clear(s.present)
 	}
 	s.present[h] = true
-	if t != nil {
-		if len(s.trees) >= objectCacheMax/4 {
-			clear(s.trees)
-		}
-		s.trees[h] = t
+}
+
+// cacheTree keeps a decoded tree (its content, which its id fixes; not a
+// claim that it is still stored).
+func (s *objectStore) cacheTree(h plumbing.Hash, t *object.Tree) {
+	if len(s.trees) >= objectCacheMax/4 {
+		clear(s.trees)
 	}
+	s.trees[h] = t
 }
 
 func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectStore {
@@ -159,13 +165,14 @@ func (s *objectStore) retryStale(read func() error) error {
 	return err
 }
 
-// has reports whether the object exists, loose or packed.
+// has reports whether the object exists, loose or packed. Only memfsd's
+// own objects are cached as present (present.go): one found loose or in
+// another's pack may be pruned behind memfsd's back.
 func (s *objectStore) has(h plumbing.Hash) bool {
-	if s.present[h] {
+	if s.isPresent(h) {
 		return true
 	}
 	if _, err := os.Stat(s.loosePath(h)); err == nil {
-		s.remember(h, nil)
 		return true
 	}
 	err := s.rd.HasEncodedObject(h)
@@ -173,11 +180,7 @@ func (s *objectStore) has(h plumbing.Hash) bool {
 		s.rereadPacks() // the git CLI may have packed it
 		err = s.st.HasEncodedObject(h)
 	}
-	if err == nil {
-		s.remember(h, nil)
-		return true
-	}
-	return false
+	return err == nil
 }
 
 func (s *objectStore) loosePath(h plumbing.Hash) string {
@@ -193,14 +196,14 @@ func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	// Only the cache and the loose file are checked: asking go-git about
 	// packs costs an open per call, and an object in two packs, or packed
 	// and loose, is harmless (git itself allows it; gc drops the copy).
-	if s.present[h] {
+	// A loose object is not cached: `git prune` may remove it.
+	if s.isPresent(h) {
 		return h, nil
 	}
 	if _, ok := s.pendingAt[h]; ok {
 		return h, nil
 	}
 	if _, err := os.Stat(s.loosePath(h)); err == nil {
-		s.remember(h, nil)
 		return h, nil
 	}
 	s.stage(h, t, data)
@@ -308,7 +311,7 @@ func (s *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
-	s.remember(h, t)
+	s.cacheTree(h, t)
 	return t, nil
 }
 

@@ -14,7 +14,7 @@ import (
 // When no other memfsd process holds it, the locks a killed memfsd left
 // behind are removed at once: they are recognisable because their inode
 // still has a name in the spare folder (see linkExclusive). Locks of a live
-// git are never touched here; ClearStaleLocks handles old ones.
+// git are never touched, here or by ClearStaleLocks.
 func (r *Repo) claim() error {
 	dir := filepath.Join(r.GitDir, "memfsd")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -37,21 +37,7 @@ func (r *Repo) claim() error {
 
 // clearDeadLocks removes locks whose inode is also a spare file.
 func (r *Repo) clearDeadLocks() {
-	spareDir := filepath.Join(r.GitDir, "memfsd", "spare")
-	entries, err := os.ReadDir(spareDir)
-	if err != nil {
-		return
-	}
-	ours := map[uint64]string{}
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-			ours[st.Ino] = filepath.Join(spareDir, e.Name())
-		}
-	}
+	ours := ownLockSpares(r.GitDir)
 	if len(ours) == 0 {
 		return
 	}
@@ -67,11 +53,7 @@ func (r *Repo) clearDeadLocks() {
 		if err != nil {
 			continue
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			continue
-		}
-		if spare, mine := ours[st.Ino]; mine {
+		if spare, mine := ours[inode(fi)]; mine {
 			_ = os.Remove(p)
 			_ = os.Remove(spare)
 			r.log.Warn("removed a lock left by a killed memfsd", "path", p)

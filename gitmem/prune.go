@@ -158,7 +158,7 @@ func packedRefNames(gitDir, prefix string) ([]string, error) {
 // the packed value, not delete the ref).
 func (r *Repo) removeBackup(name string) (bool, error) {
 	path := filepath.Join(r.GitDir, filepath.FromSlash(name))
-	lk, err := acquireLock(path, r.opts.LockWait, nil)
+	lk, err := acquireLock(path, r.opts.LockWait, r.spares)
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", name, err)
 	}

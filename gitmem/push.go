@@ -118,7 +118,7 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.unlock()
-	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait)
+	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
 }
 
 // refusedError is a push the server answered with a report refusing the
@@ -149,7 +149,7 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 		return p, err
 	}
 	if remote == p.local {
-		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait)
+		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait, r.spares)
 	}
 	if p.commits, err = r.commitsSince(p.local, remote); err != nil {
 		return p, err

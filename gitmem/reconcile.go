@@ -256,7 +256,7 @@ func (r *Repo) backup(tip plumbing.Hash) (string, error) {
 		if _, err := os.Stat(filepath.Join(r.GitDir, filepath.FromSlash(name))); err == nil {
 			continue
 		}
-		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, nil, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
+		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
 			return "", fmt.Errorf("backup %s: %w", short(tip), err)
 		}
 		return name, nil

@@ -185,12 +185,9 @@ func (e *reflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
 }
 
 // setRef writes a ref unconditionally (still through its lock).
-func setRef(gitDir, name string, h plumbing.Hash, wait time.Duration) error {
+func setRef(gitDir, name string, h plumbing.Hash, wait time.Duration, sp *spares) error {
 	path := filepath.Join(gitDir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", name, err)
-	}
-	lk, err := acquireLock(path, wait, nil)
+	lk, err := acquireLock(path, wait, sp)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}

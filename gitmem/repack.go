@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/internal/atomicfile"
@@ -69,6 +70,11 @@ type RepackResult struct {
 // index last) before anything goes.
 func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	var res RepackResult
+	ctx, done, err := r.bg.start(ctx) // Close cancels it and waits
+	if err != nil {
+		return res, fmt.Errorf("repack: %w", err)
+	}
+	defer done()
 	select { // one repack at a time in this process: it is CPU and disk work
 	case repackSlot <- struct{}{}:
 		defer func() { <-repackSlot }()
@@ -129,6 +135,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 		res.Merged = append(res.Merged, p.name)
 	}
 	r.objs.rereadPacks()
+	r.objs.packsRolledUp(res.Merged, name)
 	r.unlock()
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
@@ -260,6 +267,31 @@ func lowerThreadPriority() {
 // repackSlot lets one repack run at a time in the process.
 var repackSlot = make(chan struct{}, 1)
 
+// ctxObjects is the repack's object storage, whose reads fail once ctx is
+// done: the encoder then stops loading objects for its delta search. It
+// keeps go-git's DeltaObject, through which the encoder reuses the deltas
+// packs already hold.
+type ctxObjects struct {
+	*filesystem.Storage
+	ctx context.Context
+}
+
+func (c ctxObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.Storage.EncodedObject(t, h)
+}
+
+func (c ctxObjects) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.Storage.DeltaObject(t, h)
+}
+
+var _ storer.DeltaObjectStorer = ctxObjects{}
+
 // writeDeltaPack packs objects (loose or packed) with deltas into a new
 // pack and index, synced and renamed into place, and returns its name. It
 // reads through a storage of its own, so it needs no lock: objects never
@@ -274,10 +306,17 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	defer pf.Close()
 	pr, pw := io.Pipe()
 	st := filesystem.NewStorage(newGitFS(r.GitDir), cache.NewObjectLRU(32<<20))
+	encCtx, encDone, err := r.bg.start(ctx)
+	if err != nil {
+		st.Close()
+		os.Remove(pf.Name())
+		return "", err
+	}
 	go func() { // owns st; ends when the pack is written or the pipe is closed
+		defer encDone() // Close waits for this goroutine, st closed
 		defer st.Close()
 		lowerThreadPriority()
-		_, err := packfile.NewEncoder(pw, st, false).Encode(objects, 10)
+		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx}, false).Encode(objects, 10)
 		pw.CloseWithError(err) // an error reaches the indexer through the pipe
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
@@ -295,9 +334,10 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	res := <-got
 	idx, sum, err := res.idx, res.sum, res.err
 	stop()
-	// Not waiting for the encoder: on a cancel it may still be in go-git's
-	// delta search, which cannot be stopped; its next write fails on the
-	// closed pipe and it ends by itself.
+	// Not waiting for the encoder here: on a cancel it may still be in
+	// go-git's delta search, which cannot be stopped; its next object read
+	// (ctxObjects) or write (the closed pipe) fails and it ends by itself.
+	// Repo.Close waits for it.
 	pr.CloseWithError(errors.New("repack: the index stopped reading"))
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()

@@ -91,7 +91,8 @@ type Repo struct {
 	st        *filesystem.Storage
 	objs      *objectStore
 	spares    *spares
-	owner     *os.File // shared flock: see claim
+	bg        *background // a repack and its goroutines: Close waits
+	owner     *os.File    // shared flock: see claim
 	journal   *replaceJournal
 	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
 	log       *slog.Logger
@@ -108,8 +109,11 @@ type Repo struct {
 	beforeMove func()
 }
 
-// Close stops the repo's background work (refilling spare files).
+// Close stops the repo's background work (a repack: cancelled, and waited
+// for until its goroutines have ended and closed their files; refilling
+// spare files) and closes its files.
 func (r *Repo) Close() error {
+	r.bg.stop()
 	r.spares.stop()
 	r.objs.releaseKept()
 	r.objs.close()
@@ -197,6 +201,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		st:      st,
 		objs:    objs,
 		spares:  sp,
+		bg:      newBackground(),
 		log:     opts.Logger,
 		journal: newReplaceJournal(gitDir),
 	}

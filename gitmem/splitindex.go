@@ -306,8 +306,15 @@ func (ix *rawIndex) encodeSplit(base *sharedIndex) ([]byte, int) {
 		}
 	}
 	del, rep := ewahBitmap(deleted), ewahBitmap(replaced)
+	version := ix.version
+	for _, e := range repl {
+		version = versionFor(version, e)
+	}
+	for _, e := range added {
+		version = versionFor(version, e)
+	}
 	buf := append([]byte("DIRC"), 0, 0, 0, 0, 0, 0, 0, 0)
-	binary.BigEndian.PutUint32(buf[4:], ix.version)
+	binary.BigEndian.PutUint32(buf[4:], version)
 	binary.BigEndian.PutUint32(buf[8:], uint32(len(repl)+len(added)))
 	for _, e := range repl {
 		buf = append(buf, e.data...)
@@ -434,8 +441,8 @@ var errSharedIndexLost = errors.New("the shared index it links to is gone or dam
 // indexFromHead is the index rebuilt from HEAD's tree, every entry without
 // stat data (so each file is hashed again once, as after `git read-tree
 // HEAD`): what memfsd falls back to when .git/index cannot be read because
-// its shared index is lost. A person's staged changes in it are lost with
-// it; the work tree is untouched.
+// its shared index is lost, or it cannot be parsed at all. A person's
+// staged changes in it are lost with it; the work tree is untouched.
 func (r *Repo) indexFromHead() (*rawIndex, error) {
 	ix := &rawIndex{version: 2, dirty: true}
 	head, err := r.Head()
@@ -472,7 +479,7 @@ func readSharedIndex(gitDir string, name [20]byte) (*sharedIndex, error) {
 		return nil, err
 	}
 	if link != nil {
-		return nil, errors.New("read index: a shared index links to another")
+		return nil, fmt.Errorf("read index: %w: a shared index links to another", errIndexFormat)
 	}
 	return &sharedIndex{name: name, entries: ix.entries, size: int64(len(data))}, nil
 }

@@ -86,7 +86,7 @@ func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Ha
 	data, list := encodeTree(entries)
 	h, err := s.write(plumbing.TreeObject, data)
 	if err == nil {
-		s.remember(h, &object.Tree{Hash: h, Entries: list})
+		s.cacheTree(h, &object.Tree{Hash: h, Entries: list})
 	}
 	return h, err
 }

@@ -72,7 +72,7 @@ func (s *objectStore) stage(h plumbing.Hash, t plumbing.ObjectType, data []byte)
 	}
 	s.pendingAt[h] = len(s.pending)
 	s.pending = append(s.pending, pendingObject{h: h, t: t, data: data})
-	s.remember(h, nil)
+	s.remember(h)
 	s.looseSince.Add(1)
 }
 
@@ -124,6 +124,7 @@ func (s *objectStore) writePending() error {
 			packPlaced = true
 		}
 	}
+	s.addOwnPack(base + ".pack")
 	if s.recent == nil {
 		s.recent = map[plumbing.Hash]recentObject{}
 	}
