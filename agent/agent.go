@@ -276,7 +276,7 @@ func (a *Agent) recordErr(err error, attempts int) {
 		a.Hooks.Failed(class)
 	}
 	a.mu.Lock()
-	a.lastErr = &LastError{Class: string(class), Message: err.Error(), At: time.Now().UTC(), Attempts: attempts}
+	a.lastErr = &LastError{Class: string(class), Message: err.Error(), At: time.Now().UTC(), Attempts: attempts, NextStep: retry.NextStep(err)}
 	a.mu.Unlock()
 }
 

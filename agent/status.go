@@ -39,6 +39,8 @@ type LastError struct {
 	Message  string    `json:"message"`
 	At       time.Time `json:"at"`
 	Attempts int       `json:"attempts"`
+	// NextStep is what a person should do about it (retry.NextStep).
+	NextStep string `json:"next_step"`
 }
 
 // Status is an agent's state as the API and `memfsd status` show it.

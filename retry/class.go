@@ -52,7 +52,7 @@ func (c Class) NextStep() string {
 	case ClassNotFound:
 		return "check --base-url / --remote-template and the agent id: the host has no such repository (with --create-remote memfsd creates it by pushing the default blocks, on hosts that create repositories on push)"
 	case ClassPermanent:
-		return "see the cause (a refused TLS certificate: fix the server's certificate or the CA bundle); commits stay local"
+		return "memfsd cannot carry on without a person: read the cause above; commits stay local, and the next sync tries again once it is fixed"
 	default:
 		return "see the cause; commits stay local"
 	}

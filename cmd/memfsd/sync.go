@@ -79,7 +79,7 @@ func syncFailed(cmd *cobra.Command, err error) error {
 		return exitCode(1)
 	}
 	class := retry.ClassOf(err)
-	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %v\nnext step: %s\n", class, err, class.NextStep())
+	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %v\nnext step: %s\n", class, err, retry.NextStep(err))
 	return exitCode(1)
 }
 

@@ -1,0 +1,49 @@
+package retry
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/worktree"
+)
+
+// Stepper is an error that knows what a person should do about it; NextStep
+// uses the first one in an error's chain.
+type Stepper interface{ NextStep() string }
+
+// NextStep is what a person (or the agent) should do about err: a step for
+// its cause where memfsd knows one (a held push, a credential in a commit,
+// a lock a git command holds, a full disk, a refused certificate...), else
+// its class's step.
+func NextStep(err error) string {
+	if err == nil {
+		return ""
+	}
+	var s Stepper
+	if errors.As(err, &s) {
+		return s.NextStep()
+	}
+	switch {
+	case errors.Is(err, gitmem.ErrRemoteDeleteHeld):
+		return "the remote's update would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (apply the deletion) or `--restore-deletes` (put the files back on the remote); nothing is pushed until then"
+	case errors.Is(err, gitmem.ErrPushHeld):
+		return "the push would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (push the deletion) or `--restore-deletes` (re-add the files); commits stay local until then"
+	case errors.Is(err, gitmem.ErrPushSecret):
+		return "a commit to push holds what looks like a credential: remove it from the file (the next commit then carries it no more) or rewrite the local commits; `--secret-pattern` / `--no-secret-guard` change what counts; nothing is pushed until then"
+	case errors.Is(err, gitmem.ErrLocked):
+		return "a git command holds a lock in the memory's .git (e.g. `git commit` with its editor open): finish it, or remove the .lock file named above if no git command is running; memfsd tries again at the next sync"
+	case errors.Is(err, worktree.ErrUntrackable):
+		return "a path git cannot track (e.g. .git below the root) was named: rename or remove it; the other files are committed"
+	case errors.Is(err, gitmem.ErrNotRepository):
+		return "the memory folder has no usable .git: move the folder aside and run `memfsd sync --agent ID` to clone afresh (files written there are kept by moving them back in)"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk (or quota) holding the memory is full: free space; nothing was lost, the next sync carries on"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return "memfsd may not write part of the memory's folder or .git: check the owner and permissions (memfsd's files are 0600, folders 0700) and that the filesystem is writable"
+	case isCertificateError(err):
+		return "the server's TLS certificate was refused: fix the server's certificate or the CA bundle (SSL_CERT_FILE); commits stay local"
+	}
+	return ClassOf(err).NextStep()
+}
