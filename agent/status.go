@@ -233,8 +233,8 @@ func stateOf(st Status, broken bool) string {
 	case broken, len(st.HeldDeletes) > 0, len(st.HeldRemoteDeletes) > 0:
 		return StateError
 	case st.LastError != nil:
-		switch retry.Class(st.LastError.Class) {
-		case retry.ClassAuth, retry.ClassNotFound, retry.ClassPermanent:
+		switch c := retry.Class(st.LastError.Class); {
+		case c == retry.ClassAuth, c == retry.ClassNotFound, c == retry.ClassPermanent, c.Held():
 			return StateError
 		}
 		return StateDegraded

@@ -36,7 +36,18 @@ const (
 	ClassAuth             Class = "auth"
 	ClassNotFound         Class = "not_found"
 	ClassPermanent        Class = "permanent"
+
+	// Held states: nothing is retried until an operator decides (SPEC §8).
+	ClassRemoteDeleteHeld Class = "remote_delete_held" // a remote update that would delete most of the memory
+	ClassMassDeleteHeld   Class = "mass_delete_held"   // a push that would delete most of the memory
+	ClassSecretHeld       Class = "secret_held"        // a commit to push holds a credential
 )
+
+// Held reports whether the class is a held state: a person decides, no
+// retry helps.
+func (c Class) Held() bool {
+	return c == ClassRemoteDeleteHeld || c == ClassMassDeleteHeld || c == ClassSecretHeld
+}
 
 // NextStep is what a person or the agent should do about a class.
 func (c Class) NextStep() string {
@@ -51,6 +62,12 @@ func (c Class) NextStep() string {
 		return "check MEMFSD_TOKEN / --token-file and the username; nothing is retried until the next sync"
 	case ClassNotFound:
 		return "check --base-url / --remote-template and the agent id: the host has no such repository (with --create-remote memfsd creates it by pushing the default blocks, on hosts that create repositories on push)"
+	case ClassRemoteDeleteHeld:
+		return "the remote's update would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (apply the deletion) or `--restore-deletes` (put the files back on the remote); nothing is pushed until then"
+	case ClassMassDeleteHeld:
+		return "the push would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (push the deletion) or `--restore-deletes` (re-add the files); commits stay local until then"
+	case ClassSecretHeld:
+		return "a commit to push holds what looks like a credential: remove it from the file (the next commit then carries it no more) or rewrite the local commits; `--secret-pattern` / `--no-secret-guard` change what counts; nothing is pushed until then"
 	case ClassPermanent:
 		return "memfsd cannot carry on without a person: read the cause above; commits stay local, and the next sync tries again once it is fixed"
 	default:
@@ -122,8 +139,14 @@ func classify(err error) (Class, time.Duration) {
 		return ClassNotFound, 0
 	case errors.Is(err, gitmem.ErrLocked):
 		return ClassRetryable, 0
-	case isCertificateError(err), errors.Is(err, gitmem.ErrRemoteDeleteHeld), errors.Is(err, gitmem.ErrPushHeld), errors.Is(err, gitmem.ErrPushSecret):
-		return ClassPermanent, 0 // nothing to retry: a person decides
+	case errors.Is(err, gitmem.ErrRemoteDeleteHeld):
+		return ClassRemoteDeleteHeld, 0
+	case errors.Is(err, gitmem.ErrPushHeld):
+		return ClassMassDeleteHeld, 0
+	case errors.Is(err, gitmem.ErrPushSecret):
+		return ClassSecretHeld, 0
+	case isCertificateError(err):
+		return ClassPermanent, 0 // nothing to retry: a person fixes the certificate
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0
 	}

@@ -26,12 +26,8 @@ func NextStep(err error) string {
 		return s.NextStep()
 	}
 	switch {
-	case errors.Is(err, gitmem.ErrRemoteDeleteHeld):
-		return "the remote's update would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (apply the deletion) or `--restore-deletes` (put the files back on the remote); nothing is pushed until then"
-	case errors.Is(err, gitmem.ErrPushHeld):
-		return "the push would delete most of the memory and is held: an operator decides with `memfsd sync --agent ID --accept-deletes` (push the deletion) or `--restore-deletes` (re-add the files); commits stay local until then"
-	case errors.Is(err, gitmem.ErrPushSecret):
-		return "a commit to push holds what looks like a credential: remove it from the file (the next commit then carries it no more) or rewrite the local commits; `--secret-pattern` / `--no-secret-guard` change what counts; nothing is pushed until then"
+	case ClassOf(err).Held():
+		return ClassOf(err).NextStep()
 	case errors.Is(err, gitmem.ErrLocked):
 		return "a git command holds a lock in the memory's .git (e.g. `git commit` with its editor open): finish it, or remove the .lock file named above if no git command is running; memfsd tries again at the next sync"
 	case errors.Is(err, worktree.ErrUntrackable):

@@ -39,3 +39,27 @@ func TestNextStep_PerCause(t *testing.T) {
 		}
 	}
 }
+
+// TestClass_HeldStates: each held state is a class of its own, held, with
+// its own decision as the next step.
+func TestClass_HeldStates(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		class retry.Class
+		step  string
+	}{
+		{fmt.Errorf("pull: %w", gitmem.ErrRemoteDeleteHeld), retry.ClassRemoteDeleteHeld, "--restore-deletes"},
+		{fmt.Errorf("push: %w", gitmem.ErrPushHeld), retry.ClassMassDeleteHeld, "--accept-deletes"},
+		{fmt.Errorf("push: %w", gitmem.ErrPushSecret), retry.ClassSecretHeld, "credential"},
+	} {
+		if got := retry.ClassOf(c.err); got != c.class || !got.Held() {
+			t.Errorf("ClassOf(%v) = %q (held %v), want %q", c.err, got, got.Held(), c.class)
+		}
+		if got := retry.ClassOf(c.err).NextStep(); !strings.Contains(got, c.step) {
+			t.Errorf("%s.NextStep() = %q, want %q in it", c.class, got, c.step)
+		}
+	}
+	if retry.ClassPermanent.Held() || retry.ClassRetryable.Held() {
+		t.Error("permanent or retryable counted as held")
+	}
+}

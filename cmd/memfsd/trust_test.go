@@ -416,6 +416,12 @@ func TestTrust_RemoteMassDeletionHeld(t *testing.T) {
 	if r := p.reminders("wipe"); !r.has("remote_delete_held") {
 		t.Fatalf("reminders = %+v", r)
 	}
+	// The held state is its own class, and its next step is the decision
+	// (it was class permanent, "see the cause (a refused TLS certificate...").
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "wipe"); code != 1 || !strings.Contains(out, "class=remote_delete_held") ||
+		!strings.Contains(out, "--restore-deletes") || strings.Contains(out, "certificate") {
+		t.Fatalf("sync while held: exit %d\n%s", code, out)
+	}
 	os.WriteFile(filepath.Join(dir, "while-held.md"), []byte("written while held\n"), 0o600)
 	waitFor(t, 10*time.Second, "commit while held", func() bool { return len(p.status("wipe").Dirty) == 0 })
 	if tr := p.turn("wipe"); tr.Pushed != 0 || git(t, srv.RepoDir("wipe"), "ls-tree", "--name-only", "main", "while-held.md") != "" {
