@@ -18,7 +18,28 @@ import (
 
 // leaseWait is how long a replace waits for another process to close a
 // file before it falls back to the rename-exchange (see replaceWorkFile).
+// One section under r.mu spends at most that much waiting in all: past it,
+// each further file gets leaseWaitSpent, so a pull over many files held
+// open cannot keep local writes waiting for long.
 var leaseWait = 2 * time.Second
+
+const leaseWaitSpent = 20 * time.Millisecond
+
+// leaseWaitLeft is how long the next lease may wait in this section.
+func (r *Repo) leaseWaitLeft() time.Duration {
+	if left := leaseWait - r.leaseWaited; left > leaseWaitSpent {
+		return left
+	}
+	return leaseWaitSpent
+}
+
+// lease takes the write lease on rel, counting the time it waited.
+func (r *Repo) lease(rel string) (*worktree.Leased, error) {
+	start := time.Now()
+	l, err := r.wt.Lease(rel, r.leaseWaitLeft())
+	r.leaseWaited += time.Since(start)
+	return l, err
+}
 
 // noLease is set once the memory's filesystem refuses write leases; from
 // then on files are replaced by rename-exchange.
@@ -62,7 +83,7 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 		return displaced{}, false, nil, fmt.Errorf("write %s: %w", rel, err)
 	}
 	for attempt := 0; !noLease.Load(); attempt++ {
-		l, err := r.wt.Lease(rel, leaseWait)
+		l, err := r.lease(rel)
 		switch {
 		case err == nil:
 			cur, replaced, st, err := r.replaceLeased(l, rel, decide)
@@ -89,7 +110,7 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 				r.log.Warn("the memory's filesystem gives no file leases: a file the agent writes through a descriptor opened before a pull replaces it can lose that write (README, What a replace guarantees)", "err", err)
 			}
 		case errors.Is(err, worktree.ErrBusy):
-			r.log.Warn("a file stayed open in another process; replacing it by rename-exchange", "path", rel, "waited", leaseWait.String())
+			r.log.Warn("a file stayed open in another process; replacing it by rename-exchange", "path", rel, "waited", r.leaseWaited.String())
 		case errors.Is(err, worktree.ErrNotOwner):
 			r.log.Warn("a file belongs to another user and cannot be leased; replacing it by rename-exchange", "path", rel)
 		case errors.Is(err, worktree.ErrNotFile), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EXDEV):
@@ -175,7 +196,7 @@ func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (disp
 		return displaced{}, false, nil // not in the work tree: nothing of ours to take
 	}
 	if !noLease.Load() {
-		l, err := r.wt.Lease(rel, leaseWait)
+		l, err := r.lease(rel)
 		switch {
 		case err == nil:
 			defer l.Release()
@@ -238,7 +259,7 @@ func (r *Repo) removeLeased(l *worktree.Leased, rel string, decide func(cur disp
 	}
 	// A writer is waiting to open the file it looked up before the rename:
 	// let it, wait for it to close, and keep what it wrote.
-	if err := l.Reacquire(leaseWait); err != nil {
+	if err := l.Reacquire(r.leaseWaitLeft()); err != nil {
 		r.log.Warn("a writer kept a removed file open; what it writes after now is not kept", "path", rel, "err", err)
 	}
 	after, err := l.Read()

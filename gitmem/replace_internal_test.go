@@ -148,3 +148,44 @@ func TestOpen_FinishesATornReplace(t *testing.T) {
 		t.Fatalf("journal left: %v", err)
 	}
 }
+
+// TestReplace_BusyFilesShareOneWait: files another process keeps open are
+// replaced by the exchange after the lease wait, and one section waits
+// leaseWait in all, not per file.
+func TestReplace_BusyFilesShareOneWait(t *testing.T) {
+	defer func(w time.Duration) { leaseWait = w }(leaseWait)
+	leaseWait = 300 * time.Millisecond
+	r := newTestRepo(t)
+	const n = 8
+	script := ""
+	for i := 0; i < n; i++ {
+		name := filepath.Join(r.Dir, "f"+string(rune('a'+i))+".md")
+		os.WriteFile(name, []byte("old\n"), 0o600)
+		script += "exec {fd}<" + name + "; "
+	}
+	cmd := exec.Command("bash", "-c", script+"sleep 30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		rel := "f" + string(rune('a'+i)) + ".md"
+		if _, replaced, _, err := r.replaceWorkFile(rel, func(displaced) ([]byte, filemode.FileMode, bool) {
+			return []byte("new\n"), filemode.Regular, true
+		}); err != nil || !replaced {
+			t.Fatalf("%s: replaced=%v err=%v", rel, replaced, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(r.Dir, rel)); string(got) != "new\n" {
+			t.Fatalf("%s = %q", rel, got)
+		}
+	}
+	took := time.Since(start)
+	r.mu.Lock()
+	r.unlock()
+	if took > leaseWait+n*leaseWaitSpent+time.Second {
+		t.Fatalf("%d busy files took %s: each waited on its own", n, took)
+	}
+	t.Logf("%d busy files replaced in %s", n, took)
+}

@@ -95,7 +95,9 @@ type Repo struct {
 	owner     *os.File    // shared flock: see claim
 	journal   *replaceJournal
 	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
-	log       *slog.Logger
+	// leaseWaited is how long this section under mu waited for leases.
+	leaseWaited time.Duration
+	log         *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
 	// checkout writes files in bulk (writeFresh).
@@ -141,6 +143,7 @@ func (r *Repo) openTree() error {
 // .keep files first: every ref the section moved points into them by now.
 func (r *Repo) unlock() {
 	r.journal.done()
+	r.leaseWaited = 0
 	r.objs.releaseKept()
 	r.mu.Unlock()
 }

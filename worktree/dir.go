@@ -334,6 +334,10 @@ func (d *Dir) Remove(rel string) error {
 // Lease takes a write lease on the work file rel (see Lease).
 func (d *Dir) Lease(rel string, wait time.Duration) (*Leased, error) {
 	fd, err := openAt(d.fd, rel, unix.O_RDWR|unix.O_NONBLOCK)
+	if errors.Is(err, unix.EAGAIN) {
+		// Another process holds a lease on it (O_NONBLOCK: not waiting).
+		return nil, fmt.Errorf("%s: %w: %v", rel, ErrBusy, err)
+	}
 	if err != nil {
 		return nil, err
 	}
