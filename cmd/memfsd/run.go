@@ -64,6 +64,8 @@ func newRunCmd(g *globals) *cobra.Command {
 				ln.Close()
 				return fmt.Errorf("flag --admin-listen: %w", err)
 			}
+			// Each agent gets its own socket, serving only its routes (SPEC §8).
+			d.ServeAgentSockets(admin)
 			if err := d.Open(); err != nil {
 				ln.Close()
 				aln.Close()
@@ -107,11 +109,15 @@ func newRunCmd(g *globals) *cobra.Command {
 			// Stop accepting first, so no request reaches a closing agent;
 			// requests in flight get a moment, then are cut.
 			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			var stopped sync.WaitGroup
+			stopped.Add(1)
+			go func() { defer stopped.Done(); d.CloseSockets(sctx) }()
 			for _, srv := range servers {
 				if err := srv.Shutdown(sctx); err != nil {
 					srv.Close()
 				}
 			}
+			stopped.Wait()
 			scancel()
 			served.Wait()
 			d.Close(ctx)
