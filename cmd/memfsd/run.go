@@ -30,6 +30,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "The sidecar: serve the API and keep the agents' memory committed and pushed",
 		Long: "The sidecar: serves the API on --listen, manages the agents named and any added with\n" +
 			"PUT /v1/agents/{id}: clone or pull at start, a commit per settled write, a push per turn.\n" +
+			"Each agent also gets its own socket, <home>/agents/<id>/memfsd.sock, serving only its\n" +
+			"routes: the one to give that agent.\n" +
 			"SIGTERM commits pending writes and pushes (bounded by --shutdown-timeout); a second\n" +
 			"signal aborts that push. Exit 0 after a clean shutdown.",
 		Args: cobra.NoArgs,
