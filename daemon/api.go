@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/internal/unixsock"
 )
 
 // AgentHandler is the API on the agent's socket (SPEC §6): the agent's
@@ -37,23 +36,40 @@ func (d *Daemon) AdminHandler() http.Handler {
 	return mux
 }
 
-// agentRoutes are what the agent (and anyone on its socket) may call.
+// agentRoutes are what the agent (and anyone on its socket) may call. On
+// an agent's own socket (scoped) they reach that agent only: the list and
+// /healthz are about it alone, /metrics (every agent's totals) is not served.
 func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !d.Ready() {
+		ready, n := d.Ready(), len(d.IDs())
+		if only, ok := scopeOf(r); ok {
+			a := d.get(only)
+			ready, n = a != nil && a.Ready(), 1
+		}
+		if !ready {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"ready": true, "agents": len(d.IDs())})
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true, "agents": n})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if only, ok := scopeOf(r); ok {
+			writeError(w, http.StatusForbidden, fmt.Errorf("GET /metrics counts every agent's activity: it is not served on agent %s's own socket; scrape the shared --listen socket or the admin socket", only))
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
 		// The list reads each branch's position but does not walk every
 		// work tree (a daemon may hold a thousand); dirty is the watcher's
 		// view. GET .../status scans.
 		out := []agent.Status{}
+		only, scoped := scopeOf(r)
 		for _, a := range d.all() {
-			out = append(out, a.Status(false))
+			if !scoped || a.ID == only {
+				out = append(out, a.Status(false))
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 	})
@@ -72,10 +88,15 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	d.memoryRoutes(mux)
 }
 
-// withAgent resolves {id}: 400 for a bad id, 404 for one not managed.
+// withAgent resolves {id}: 403 for another agent's id on an agent's own
+// socket, 400 for a bad id, 404 for one not managed.
 func (d *Daemon) withAgent(h func(http.ResponseWriter, *http.Request, *agent.Agent)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
+		if only, ok := scopeOf(r); ok && id != only {
+			writeError(w, http.StatusForbidden, errOtherAgent(only, id))
+			return
+		}
 		if err := agent.ValidateID(id); err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -132,28 +153,11 @@ func writeError(w http.ResponseWriter, code int, err error) {
 }
 
 // Listen opens the API address: "unix://<path>" (socket mode 0600; a stale
-// socket file left by a crash is replaced) or "host:port".
+// socket file left by a crash is replaced; a path of any length) or
+// "host:port".
 func Listen(addr string) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("listen %s: %w", addr, err)
-		}
-		if _, err := os.Stat(path); err == nil {
-			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("listen %s: another memfsd is serving it", addr)
-			}
-			_ = os.Remove(path)
-		}
-		l, err := net.Listen("unix", path)
-		if err != nil {
-			return nil, fmt.Errorf("listen %s: %w", addr, err)
-		}
-		if err := os.Chmod(path, 0o600); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("listen %s: %w", addr, err)
-		}
-		return l, nil
+		return unixsock.Listen(path)
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("listen %q: want unix:///path or host:port", addr)

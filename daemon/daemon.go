@@ -49,6 +49,7 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	agents map[string]*agent.Agent
+	socks  agentSockets
 	closed bool
 }
 
@@ -139,6 +140,7 @@ func (d *Daemon) Manage(id string) error {
 		return err
 	}
 	d.agents[id] = a
+	d.openAgentSocket(id)
 	return nil
 }
 
@@ -198,13 +200,15 @@ func (d *Daemon) pendingCommits() float64 {
 	return float64(n)
 }
 
-// Close stops watching and closes every agent: pending writes committed,
-// one push each, bounded by ctx (cancel it to abort the final pushes).
-// Stop the HTTP servers first, so no request arrives at a closed agent.
+// Close stops the agents' own sockets and the watcher and closes every
+// agent: pending writes committed, one push each, bounded by ctx (cancel it
+// to abort the final pushes). Stop the shared HTTP servers first, so no
+// request arrives at a closed agent.
 func (d *Daemon) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
+	d.CloseSockets(ctx)
 	d.cancel()
 	if d.watcher != nil {
 		d.watcher.close()

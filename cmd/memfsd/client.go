@@ -8,8 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/memfsd/memfsd/daemon"
+	"github.com/memfsd/memfsd/internal/unixsock"
 )
 
 // apiClient talks to a running daemon on its listen address.
@@ -18,17 +22,49 @@ type apiClient struct {
 	http *http.Client
 }
 
+// newAPIClient talks to the daemon at addr: unix:///path (of any length)
+// or host:port.
 func newAPIClient(addr string, timeout time.Duration) *apiClient {
-	tr := &http.Transport{}
-	base := "http://" + addr
-	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		}
-		base = "http://memfsd"
+	return newAPIClientVia(timeout, addr)
+}
+
+// agentClient talks to the daemon about agent id: on the agent's own
+// socket when it exists (SPEC §8: it serves that agent only), else on
+// --listen.
+func (g *globals) agentClient(id string, timeout time.Duration) *apiClient {
+	home := g.homeDir()
+	own := daemon.AgentSocketPath(home, id)
+	if fi, err := os.Lstat(own); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return newAPIClientVia(timeout, "unix://"+own, g.listenAddr(home))
 	}
-	return &apiClient{base: base, http: &http.Client{Transport: tr, Timeout: timeout}}
+	return newAPIClient(g.listenAddr(home), timeout)
+}
+
+// newAPIClientVia dials addrs in order until one connects. Only a failed
+// connect moves on to the next: nothing was sent on it, so nothing can
+// be applied twice.
+func newAPIClientVia(timeout time.Duration, addrs ...string) *apiClient {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var errs []error
+			for _, addr := range addrs {
+				var c net.Conn
+				var err error
+				if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+					c, err = unixsock.Dial(ctx, path)
+				} else {
+					var d net.Dialer
+					c, err = d.DialContext(ctx, "tcp", addr)
+				}
+				if err == nil {
+					return c, nil
+				}
+				errs = append(errs, err)
+			}
+			return nil, errors.Join(errs...)
+		},
+	}
+	return &apiClient{base: "http://memfsd", http: &http.Client{Transport: tr, Timeout: timeout}}
 }
 
 // errUnreachable marks a daemon that could not be connected to: the request

@@ -25,7 +25,7 @@ func newContextCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("flag --agent: %w", err)
 			}
 			var c agent.Context
-			code, err := newAPIClient(g.listenAddr(g.homeDir()), 0).do("GET", "/v1/agents/"+id+"/context", nil, &c)
+			code, err := g.agentClient(id, 0).do("GET", "/v1/agents/"+id+"/context", nil, &c)
 			var unreachable errUnreachable
 			switch {
 			case errors.As(err, &unreachable) || (err == nil && code == 404):

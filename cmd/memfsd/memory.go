@@ -44,7 +44,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 				header = http.Header{"Idempotency-Key": {key}}
 			}
 			var res memtool.Result
-			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			c := g.agentClient(id, 0)
 			code, err := c.doWith("POST", "/v1/agents/"+id+"/memory", header, bytes.NewReader(data), &res)
 			var unreachable errUnreachable
 			switch {
@@ -100,7 +100,7 @@ func newRemindersCmd(g *globals) *cobra.Command {
 				Reminders json.RawMessage `json:"reminders"`
 				Text      string          `json:"text"`
 			}
-			c := newAPIClient(g.listenAddr(g.homeDir()), 0)
+			c := g.agentClient(id, 0)
 			code, err := c.do("GET", "/v1/agents/"+id+"/reminders", nil, &out)
 			var unreachable errUnreachable
 			if errors.As(err, &unreachable) || code == 404 {

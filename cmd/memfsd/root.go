@@ -99,7 +99,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects, refs and the memory tool's files (faster; a power cut may lose recent writes and commits)")
-	f.StringVar(&g.listen, "listen", "", "API address: unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
+	f.StringVar(&g.listen, "listen", "", "the shared API, every agent's routes (a one-agent sidecar, the operator's tools; in a multi-agent daemon give each agent its own <home>/agents/<id>/memfsd.sock instead): unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
 	f.StringVar(&g.adminListen, "admin-listen", "", "the operator's API (block set, accept, adding agents): unix:///path or 127.0.0.1:PORT (default unix://<home>/admin.sock, mode 0600; env MEMFSD_ADMIN_LISTEN); never give it to the agent")
 	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
 	f.DurationVar(&g.retryMax, "retry-max", retry.DefaultMax, "longest wait between retries (env MEMFSD_RETRY_MAX)")

@@ -30,6 +30,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "The sidecar: serve the API and keep the agents' memory committed and pushed",
 		Long: "The sidecar: serves the API on --listen, manages the agents named and any added with\n" +
 			"PUT /v1/agents/{id}: clone or pull at start, a commit per settled write, a push per turn.\n" +
+			"Each agent also gets its own socket, <home>/agents/<id>/memfsd.sock, serving only its\n" +
+			"routes: the one to give that agent.\n" +
 			"SIGTERM commits pending writes and pushes (bounded by --shutdown-timeout); a second\n" +
 			"signal aborts that push. Exit 0 after a clean shutdown.",
 		Args: cobra.NoArgs,
@@ -64,6 +66,8 @@ func newRunCmd(g *globals) *cobra.Command {
 				ln.Close()
 				return fmt.Errorf("flag --admin-listen: %w", err)
 			}
+			// Each agent gets its own socket, serving only its routes (SPEC §8).
+			d.ServeAgentSockets(admin)
 			if err := d.Open(); err != nil {
 				ln.Close()
 				aln.Close()
@@ -107,11 +111,15 @@ func newRunCmd(g *globals) *cobra.Command {
 			// Stop accepting first, so no request reaches a closing agent;
 			// requests in flight get a moment, then are cut.
 			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			var stopped sync.WaitGroup
+			stopped.Add(1)
+			go func() { defer stopped.Done(); d.CloseSockets(sctx) }()
 			for _, srv := range servers {
 				if err := srv.Shutdown(sctx); err != nil {
 					srv.Close()
 				}
 			}
+			stopped.Wait()
 			scancel()
 			served.Wait()
 			d.Close(ctx)

@@ -69,6 +69,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 func (g *globals) statuses(id string) ([]agent.Status, error) {
 	c := newAPIClient(g.listenAddr(g.homeDir()), 30*time.Second)
 	if id != "" {
+		c = g.agentClient(id, 30*time.Second)
 		var st agent.Status
 		code, err := c.do("GET", "/v1/agents/"+id+"/status", nil, &st)
 		if err == nil && code == 200 {

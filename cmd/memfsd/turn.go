@@ -24,7 +24,7 @@ func newTurnCmd(g *globals) *cobra.Command {
 			if err := agent.ValidateID(id); err != nil {
 				return fmt.Errorf("flag --agent: %w", err)
 			}
-			c := newAPIClient(g.listenAddr(g.homeDir()), wait+5*time.Second)
+			c := g.agentClient(id, wait+5*time.Second)
 			var res json.RawMessage
 			code, err := c.do("POST", "/v1/agents/"+id+"/turn?wait="+url.QueryEscape(wait.String()), nil, &res)
 			if err != nil {

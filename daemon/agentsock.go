@@ -1,0 +1,112 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+
+	"github.com/memfsd/memfsd/internal/unixsock"
+)
+
+// AgentSocketName is the file name of an agent's own socket, in
+// <home>/agents/<id>/ (SPEC §8, one agent per channel).
+const AgentSocketName = "memfsd.sock"
+
+// AgentSocketPath is the agent's own socket: <home>/agents/<id>/memfsd.sock.
+func AgentSocketPath(home, id string) string {
+	return filepath.Join(home, "agents", id, AgentSocketName)
+}
+
+// agentSockets are the agents' own sockets: one server per managed agent,
+// serving the agent's routes for that agent only.
+type agentSockets struct {
+	handler http.Handler // the agent socket's routes; nil = no own sockets
+	closed  bool
+	servers map[string]*http.Server
+	wg      sync.WaitGroup
+}
+
+// scopeKey marks a request that came in on an agent's own socket; its
+// value is that agent's id.
+type scopeKey struct{}
+
+// scopeOf is the agent whose own socket r came in on, if any.
+func scopeOf(r *http.Request) (string, bool) {
+	id, ok := r.Context().Value(scopeKey{}).(string)
+	return id, ok
+}
+
+// scoped serves h for agent id alone: every request carries the scope,
+// which the routes check (withAgent answers another id 403).
+func scoped(id string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, id)))
+	})
+}
+
+func errOtherAgent(only, id string) error {
+	return fmt.Errorf("agent %q: this socket is agent %q's own and serves only its routes (/v1/agents/%s/...); each agent has its own socket, <home>/agents/<id>/%s", id, only, only, AgentSocketName)
+}
+
+// ServeAgentSockets gives every agent managed from now on its own socket,
+// AgentSocketPath (0600, in its 0700 folder), serving the agent socket's
+// routes (adminAddr is named in the operator routes' 403) for that agent
+// only. Call it before Manage; Close (or CloseSockets) removes them.
+func (d *Daemon) ServeAgentSockets(adminAddr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.socks.handler = d.AgentHandler(adminAddr)
+	d.socks.servers = map[string]*http.Server{}
+}
+
+// openAgentSocket starts agent id's own socket; d.mu is held. A socket
+// that cannot be opened leaves the agent managed, reachable on the shared
+// socket only, and says so in the log.
+func (d *Daemon) openAgentSocket(id string) {
+	s := &d.socks
+	if s.handler == nil || s.closed || s.servers[id] != nil {
+		return
+	}
+	path := AgentSocketPath(d.cfg.Home, id)
+	l, err := unixsock.Listen(path)
+	if err != nil {
+		d.log.Error("agent socket not opened: the agent is reachable on the shared socket only; fix the cause and restart memfsd", "agent", id, "socket", path, "err", err)
+		return
+	}
+	srv := NewServer(scoped(id, s.handler))
+	s.servers[id] = srv
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("agent socket stopped", "agent", id, "socket", path, "err", err)
+		}
+	}()
+	d.log.Debug("agent socket open", "agent", id, "socket", path)
+}
+
+// CloseSockets stops the agents' own sockets: no new connections, requests
+// in flight get until ctx ends, then the socket files are removed. No
+// socket is opened after it.
+func (d *Daemon) CloseSockets(ctx context.Context) {
+	d.mu.Lock()
+	d.socks.closed = true
+	servers := d.socks.servers
+	d.socks.servers = nil
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	d.socks.wg.Wait()
+}
