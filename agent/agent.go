@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // Defaults of an agent's settings.
@@ -78,6 +80,9 @@ type Agent struct {
 	// ctxMu guards the context cache (rendered once per revision).
 	ctxMu    sync.Mutex
 	ctxCache contextCache
+
+	// tree is the memory folder held open (worktree.go), with repo.
+	tree atomic.Pointer[worktree.Dir]
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned
@@ -181,6 +186,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Lock()
 	a.repo = nil
 	a.mu.Unlock()
+	a.closeTree()
 	repo.Close()
 	return err
 }
@@ -198,6 +204,7 @@ func (a *Agent) repository() *gitmem.Repo {
 }
 
 func (a *Agent) setRepo(repo *gitmem.Repo) {
+	a.openTree()
 	a.mu.Lock()
 	a.repo = repo
 	a.mu.Unlock()
@@ -246,18 +253,18 @@ func (a *Agent) initialiseIfEmpty(repo *gitmem.Repo) (bool, error) {
 	}
 	defaults := blocks.Defaults()
 	paths := make([]string, 0, len(defaults))
-	for p, content := range defaults {
-		abs := filepath.Join(a.Dir(), filepath.FromSlash(p))
-		paths = append(paths, p)
-		if _, err := os.Lstat(abs); err == nil {
-			continue // keep what is there
+	err = a.withTree(func(wt *worktree.Dir) error {
+		for p, content := range defaults {
+			paths = append(paths, p)
+			// Only where nothing stands: what is there is kept.
+			if _, _, err := wt.Create(p, []byte(content), worktree.Regular); err != nil {
+				return err
+			}
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-			return false, fmt.Errorf("initialise %s: %w", a.ID, err)
-		}
-		if err := os.WriteFile(abs, []byte(content), 0o600); err != nil {
-			return false, fmt.Errorf("initialise %s: %w", a.ID, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("initialise %s: %w", a.ID, err)
 	}
 	slices.Sort(paths)
 	a.writeMu.Lock()

@@ -3,16 +3,14 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
-	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // ErrNotReady is returned while the agent has no usable work tree yet.
@@ -35,6 +33,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 	}
 	return &memtool.Tool{
 		Dir:     a.Dir(),
+		Tree:    a.tree.Load(), // nil: the tool opens the folder per call
 		Secrets: secrets,
 		Mu:      &a.writeMu,
 		// The commit's syncfs hardens the tool's file writes too.
@@ -79,18 +78,20 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	abs := filepath.Join(a.Dir(), filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return "", fmt.Errorf("block set %s: %w", name, err)
-	}
-	if err := atomicfile.Write(abs, content, 0o600, !a.cfg.NoFsync); err != nil {
-		return "", fmt.Errorf("block set %s: %w", name, err)
+	// Through the held-open folder: a system/ the agent swapped for a link
+	// is refused, never written through.
+	err := a.withTree(func(wt *worktree.Dir) error {
+		_, err := wt.WriteFile(rel, content, worktree.Regular, !a.cfg.NoFsync)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("block set %s: %w (if the agent put a link on the way, remove it and set the block again)", name, err)
 	}
 	// Recorded before the commit: a push racing it must already know.
 	if err := a.approve(rel, plumbing.ComputeHash(plumbing.BlobObject, content).String()); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
-	_, err := repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)
+	_, err = repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)
 	if err != nil && !errors.Is(err, gitmem.ErrNothingToCommit) {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}

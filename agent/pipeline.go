@@ -3,8 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/memfsd/memfsd/blocks"
@@ -76,7 +74,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	out.Committed = len(res.Commits)
 	for _, p := range res.Committed {
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+		if !a.workExists(p) {
 			out.Deleted = append(out.Deleted, p)
 		}
 	}
@@ -177,7 +175,7 @@ func (a *Agent) updateHeld(held, committed []string) error {
 		if slices.Contains(committed, p) || slices.Contains(next, p) {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err == nil {
+		if a.workExists(p) {
 			continue // the file is back: nothing held
 		}
 		next = append(next, p)

@@ -277,7 +277,7 @@ func (a *Agent) updateSecrets(held map[string]string, committed []string) error 
 	rec := a.readSecrets()
 	changed := false
 	for p := range rec {
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+		if !a.workExists(p) {
 			delete(rec, p) // deleted: no longer held
 			changed = true
 		}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -37,7 +36,7 @@ func (a *Agent) noteSkipped(found []gitmem.SkippedPath, complete bool) {
 		next[s.Path] = s.Reason
 	}
 	for p := range next {
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+		if !a.workExists(p) {
 			delete(next, p) // gone: nothing left to skip
 		}
 	}
@@ -58,7 +57,7 @@ func (a *Agent) noteSkipped(found []gitmem.SkippedPath, complete bool) {
 func (a *Agent) pathsSkipped() []reminders.PathSkip {
 	var out []reminders.PathSkip
 	for p, why := range a.readSkipped() {
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err == nil {
+		if a.workExists(p) {
 			out = append(out, reminders.PathSkip{Path: p, Reason: why})
 		}
 	}

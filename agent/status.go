@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -180,7 +178,7 @@ func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
 		if _, ok := slices.BinarySearch(tracked, p); !ok {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(a.Dir(), filepath.FromSlash(p))); err != nil {
+		if !a.workExists(p) {
 			out = append(out, p)
 		}
 	}
@@ -197,8 +195,8 @@ func (a *Agent) secretsHeld() []reminders.SecretHold {
 	}
 	var out []reminders.SecretHold
 	for p := range rec {
-		data, err := os.ReadFile(filepath.Join(a.Dir(), filepath.FromSlash(p)))
-		if err != nil {
+		data, ok := a.workRead(p)
+		if !ok {
 			continue // deleted: no longer held
 		}
 		name, ok := memtool.SecretIn(a.secretPatterns(), string(data))
@@ -216,8 +214,8 @@ func (a *Agent) secretsHeld() []reminders.SecretHold {
 func (a *Agent) limitsExceeded() []reminders.LimitOver {
 	var out []reminders.LimitOver
 	for p, l := range a.readLimits() {
-		data, err := os.ReadFile(filepath.Join(a.Dir(), filepath.FromSlash(p)))
-		if err != nil {
+		data, ok := a.workRead(p)
+		if !ok {
 			continue
 		}
 		if n := blocks.BodyLen(data); n > l.Limit {

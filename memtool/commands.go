@@ -1,17 +1,16 @@
 package memtool
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 const lineNumberWidth = 6 // len(str(999999)) in the reference handler
@@ -20,26 +19,32 @@ func numbered(n int, line string) string {
 	return fmt.Sprintf("%*d\t%s", lineNumberWidth, n, line)
 }
 
-func (t *Tool) view(in Input) (string, error) {
-	rel, abs, err := t.resolve(in.Path)
+func (t *call) view(in Input) (string, error) {
+	_, src, err := t.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
-	fi, err := os.Stat(abs)
+	st, err := t.lstat(src)
 	if err != nil {
+		if isLinkRefusal(err) {
+			return "", errViaSymlink
+		}
 		return "", toolErr("The path %s does not exist. Please provide a valid path.", in.Path)
 	}
-	if fi.IsDir() {
-		return t.viewDir(in.Path, abs, fi)
+	if isDir(st) {
+		return t.viewDir(in.Path, src, st)
 	}
-	if !fi.Mode().IsRegular() {
+	if isLink(st) {
+		return "", errViaSymlink // a link now, where resolve saw none
+	}
+	if !isRegular(st) {
 		return "", toolErr("Unsupported file type for %s", in.Path)
 	}
-	_ = rel
-	data, err := os.ReadFile(abs)
-	if err != nil {
+	f, err := t.wt.Read(src)
+	if err != nil || f == nil || f.Mode == worktree.Symlink {
 		return "", toolErr("The file %s no longer exists (may have been deleted or renamed concurrently).", in.Path)
 	}
+	data := f.Data
 	lines := strings.Split(string(data), "\n")
 	if len(lines) > 999999 {
 		return "", toolErr("File %s exceeds maximum line limit of 999,999 lines.", in.Path)
@@ -92,45 +97,54 @@ func (t *Tool) view(in Input) (string, error) {
 	return b.String(), nil
 }
 
-// viewDir lists two levels, hidden names left out, sizes from stat.
-func (t *Tool) viewDir(shown, abs string, fi os.FileInfo) (string, error) {
+// lstat stats rel through t.wt without following a link ("" is the
+// memory folder itself).
+func (t *call) lstat(rel string) (*syscall.Stat_t, error) {
+	if rel == "" {
+		return t.wt.Stat()
+	}
+	return t.wt.Lstat(rel)
+}
+
+// viewDir lists two levels below the folder rel, hidden names left out,
+// sizes from stat. Folders are listed through t.wt; a link is not listed
+// (nor followed: it may lead anywhere).
+func (t *call) viewDir(shown, rel string, st *syscall.Stat_t) (string, error) {
 	type item struct{ size, path string }
 	var items []item
-	var collect func(dir, rel string, depth int)
-	collect = func(dir, rel string, depth int) {
+	var collect func(dir, sub string, depth int)
+	collect = func(dir, sub string, depth int) {
 		if depth > 2 {
 			return
 		}
-		entries, err := os.ReadDir(dir)
+		entries, err := t.wt.ReadDir(dir)
 		if err != nil {
 			return
 		}
-		slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".") {
+		for _, e := range entries { // sorted by name
+			if strings.HasPrefix(e.Name, ".") {
 				continue
 			}
-			p := e.Name()
-			if rel != "" {
-				p = rel + "/" + e.Name()
+			p := e.Name
+			if sub != "" {
+				p = sub + "/" + e.Name
 			}
-			full := filepath.Join(dir, e.Name())
-			st, err := os.Stat(full)
-			if err != nil {
-				continue
+			at := e.Name
+			if dir != "" {
+				at = dir + "/" + e.Name
 			}
-			if st.IsDir() {
-				items = append(items, item{formatSize(st.Size()), p + "/"})
+			if e.IsDir() {
+				items = append(items, item{formatSize(e.Stat.Size), p + "/"})
 				if depth < 2 {
-					collect(full, p, depth+1)
+					collect(at, p, depth+1)
 				}
-			} else if st.Mode().IsRegular() {
-				items = append(items, item{formatSize(st.Size()), p})
+			} else if isRegular(e.Stat) {
+				items = append(items, item{formatSize(e.Stat.Size), p})
 			}
 		}
 	}
-	collect(abs, "", 1)
-	lines := []string{formatSize(fi.Size()) + "\t" + shown}
+	collect(rel, "", 1)
+	lines := []string{formatSize(st.Size) + "\t" + shown}
 	for _, it := range items {
 		lines = append(lines, it.size+"\t"+shown+"/"+it.path)
 	}
@@ -161,22 +175,22 @@ func bitLen(n int64) int {
 	return l
 }
 
-func (t *Tool) create(in Input) (string, error) {
+func (t *call) create(in Input) (string, error) {
 	text, err := need(in.FileText, "file_text", "create")
 	if err != nil {
 		return "", err
 	}
-	rel, abs, err := t.resolve(in.Path)
+	rel, src, err := t.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
 	if rel == "" {
 		return "", toolErr("File %s already exists", in.Path)
 	}
-	if err := t.readOnlyFirst(rel, abs, in.Path); err != nil {
+	if err := t.readOnlyFirst(rel, src, in.Path); err != nil {
 		return "", err
 	}
-	if _, err := os.Lstat(abs); err == nil {
+	if _, err := t.wt.Lstat(rel); err == nil {
 		return "", toolErr("File %s already exists", in.Path)
 	}
 	if err := t.checkWrite(rel, in.Path, nil, []byte(text)); err != nil {
@@ -195,72 +209,98 @@ func (t *Tool) create(in Input) (string, error) {
 }
 
 // checkParents refuses a path whose parent folders include a file.
-func (t *Tool) checkParents(rel string) error {
-	dir := filepath.Dir(filepath.Join(t.Dir, filepath.FromSlash(rel)))
-	for d := dir; d != t.Dir && strings.HasPrefix(d, t.Dir); d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
-			r, _ := filepath.Rel(t.Dir, d)
-			return toolErr("Cannot create %s: %s is a file, not a directory", display(rel), display(filepath.ToSlash(r)))
+func (t *call) checkParents(rel string) error {
+	for d := path.Dir(rel); d != "." && d != ""; d = path.Dir(d) {
+		st, err := t.wt.Lstat(d)
+		if err == nil && isLink(st) {
+			return errViaSymlink // a link now, where resolve saw none
+		}
+		if err == nil && !isDir(st) {
+			return toolErr("Cannot create %s: %s is a file, not a directory", display(rel), display(d))
 		}
 	}
 	return nil
 }
 
-// readFile reads an existing regular file for an edit command.
-func (t *Tool) readFile(shown, abs string) ([]byte, error) {
-	fi, err := os.Stat(abs)
+// readFile reads src, an existing regular file, for an edit command.
+func (t *call) readFile(shown, src string) ([]byte, error) {
+	st, err := t.lstat(src)
 	if err != nil {
+		if isLinkRefusal(err) {
+			return nil, errViaSymlink
+		}
 		return nil, toolErr("The path %s does not exist. Please provide a valid path.", shown)
 	}
-	if !fi.Mode().IsRegular() {
+	if isLink(st) {
+		return nil, errViaSymlink // a link now, where resolve saw none
+	}
+	if !isRegular(st) {
 		return nil, toolErr("The path %s is not a file.", shown)
 	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
+	f, err := t.wt.Read(src)
+	if err != nil || f == nil || f.Mode == worktree.Symlink {
 		return nil, toolErr("The file %s no longer exists (may have been deleted or renamed concurrently).", shown)
 	}
-	return data, nil
+	return f.Data, nil
 }
 
 // readOnlyFirst answers a write command on a read-only path before any
 // other answer (exists, missing, ...): a fixed block by its path, any other
-// file by its front matter.
-func (t *Tool) readOnlyFirst(rel, abs, shown string) error {
+// file by its front matter (read at src, where rel's link leads).
+func (t *call) readOnlyFirst(rel, src, shown string) error {
 	if rel == "" {
 		return nil
 	}
 	if blocks.IsReadOnlyPath(rel) {
 		return toolErr("%s is read-only and cannot be modified", shown)
 	}
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() {
-		if data, err := os.ReadFile(abs); err == nil && blocks.IsReadOnly(rel, data) {
-			return toolErr("%s is read-only and cannot be modified", shown)
-		}
+	if src == "" {
+		return nil
+	}
+	if f, err := t.wt.Read(src); err == nil && f != nil && f.Mode != worktree.Symlink && blocks.IsReadOnly(rel, f.Data) {
+		return toolErr("%s is read-only and cannot be modified", shown)
 	}
 	return nil
 }
 
-// readForEdit resolves a path to edit, reads the file, and refuses a
-// read-only block before any other answer about its content.
-func (t *Tool) readForEdit(p string) (string, []byte, error) {
-	rel, abs, err := t.resolve(p)
+// standing reads what stands at rel itself (a link as a link), for an
+// undo to put back; nil when nothing does.
+func (t *call) standing(rel string) (*worktree.File, error) {
+	f, err := t.wt.Read(rel)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	if err := t.readOnlyFirst(rel, abs, p); err != nil {
-		return "", nil, err
+	if f == nil {
+		return &worktree.File{}, nil
 	}
-	data, err := t.readFile(p, abs)
-	if err != nil {
-		return "", nil, err
-	}
-	if blocks.IsReadOnly(rel, data) {
-		return "", nil, toolErr("%s is read-only and cannot be modified", p)
-	}
-	return rel, data, nil
+	return f, nil
 }
 
-func (t *Tool) strReplace(in Input) (string, error) {
+// readForEdit resolves a path to edit, reads the file (where a link at the
+// path leads), and refuses a read-only block before any other answer about
+// its content. before is what stands at rel, for an undo.
+func (t *call) readForEdit(p string) (rel string, data []byte, before *worktree.File, err error) {
+	rel, src, err := t.resolve(p)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := t.readOnlyFirst(rel, src, p); err != nil {
+		return "", nil, nil, err
+	}
+	data, err = t.readFile(p, src)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if blocks.IsReadOnly(rel, data) {
+		return "", nil, nil, toolErr("%s is read-only and cannot be modified", p)
+	}
+	if before, err = t.standing(rel); err != nil {
+		return "", nil, nil, err
+	}
+	return rel, data, before, nil
+}
+
+func (t *call) strReplace(in Input) (string, error) {
 	oldStr, err := need(in.OldStr, "old_str", "str_replace")
 	if err != nil {
 		return "", err
@@ -269,7 +309,7 @@ func (t *Tool) strReplace(in Input) (string, error) {
 	if in.NewStr != nil {
 		newStr = *in.NewStr
 	}
-	rel, data, err := t.readForEdit(in.Path)
+	rel, data, before, err := t.readForEdit(in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -303,7 +343,7 @@ func (t *Tool) strReplace(in Input) (string, error) {
 	if err := t.checkSecret(newStr); err != nil {
 		return "", err
 	}
-	if err := t.apply([]change{{rel: rel, old: data, new: []byte(updated)}}, message(in, "memory: str_replace "+display(rel))); err != nil {
+	if err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: str_replace "+display(rel))); err != nil {
 		return "", err
 	}
 	newLines := strings.Split(updated, "\n")
@@ -345,7 +385,7 @@ func splitLines(s string) []string {
 	return out
 }
 
-func (t *Tool) insert(in Input) (string, error) {
+func (t *call) insert(in Input) (string, error) {
 	line, err := need(in.InsertLine, "insert_line", "insert")
 	if err != nil {
 		return "", err
@@ -354,7 +394,7 @@ func (t *Tool) insert(in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, data, err := t.readForEdit(in.Path)
+	rel, data, before, err := t.readForEdit(in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -373,30 +413,33 @@ func (t *Tool) insert(in Input) (string, error) {
 	if err := t.checkSecret(text); err != nil {
 		return "", err
 	}
-	if err := t.apply([]change{{rel: rel, old: data, new: []byte(updated)}}, message(in, "memory: insert "+display(rel))); err != nil {
+	if err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: insert "+display(rel))); err != nil {
 		return "", err
 	}
 	return "The file " + in.Path + " has been edited.", nil
 }
 
-func (t *Tool) delete(in Input) (string, error) {
-	rel, abs, err := t.resolve(in.Path)
+func (t *call) delete(in Input) (string, error) {
+	rel, src, err := t.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
 	if rel == "" {
 		return "", toolErr("Cannot delete the /memories directory itself")
 	}
-	if err := t.readOnlyFirst(rel, abs, in.Path); err != nil {
+	if err := t.readOnlyFirst(rel, src, in.Path); err != nil {
 		return "", err
 	}
-	fi, err := os.Lstat(abs)
+	st, err := t.wt.Lstat(rel)
 	if err != nil {
+		if isLinkRefusal(err) {
+			return "", errViaSymlink
+		}
 		return "", toolErr("The path %s does not exist", in.Path)
 	}
 	var files []string
-	if fi.IsDir() {
-		if files, _, err = t.filesBelow(rel, abs); err != nil {
+	if isDir(st) {
+		if files, _, err = t.filesBelow(rel); err != nil {
 			return "", err
 		}
 	} else {
@@ -404,49 +447,56 @@ func (t *Tool) delete(in Input) (string, error) {
 	}
 	changes := make([]change, 0, len(files))
 	for _, f := range files {
-		old, err := readIfExists(filepath.Join(t.Dir, filepath.FromSlash(f)))
+		old, err := t.wt.Read(f)
 		if err != nil {
 			return "", err
 		}
-		if err := t.checkWrite(f, display(f), old, nil); err != nil {
+		c := change{rel: f}
+		if old != nil {
+			c.old, c.oldMode = old.Data, old.Mode
+		}
+		if err := t.checkWrite(f, display(f), c.old, nil); err != nil {
 			return "", err
 		}
-		changes = append(changes, change{rel: f, old: old})
+		changes = append(changes, c)
 	}
 	if err := t.apply(changes, message(in, "memory: delete "+display(rel))); err != nil {
 		return "", err
 	}
-	if fi.IsDir() {
-		if err := os.RemoveAll(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if isDir(st) {
+		if err := t.wt.RemoveAll(rel); err != nil {
 			return "", err
 		}
 	}
 	return "Successfully deleted " + in.Path, nil
 }
 
-func (t *Tool) rename(in Input) (string, error) {
-	oldRel, oldAbs, err := t.resolve(in.OldPath)
+func (t *call) rename(in Input) (string, error) {
+	oldRel, oldSrc, err := t.resolve(in.OldPath)
 	if err != nil {
 		return "", err
 	}
-	newRel, newAbs, err := t.resolve(in.NewPath)
+	newRel, newSrc, err := t.resolve(in.NewPath)
 	if err != nil {
 		return "", err
 	}
 	if oldRel == "" || newRel == "" {
 		return "", toolErr("Cannot rename the /memories directory itself")
 	}
-	if err := t.readOnlyFirst(oldRel, oldAbs, in.OldPath); err != nil {
+	if err := t.readOnlyFirst(oldRel, oldSrc, in.OldPath); err != nil {
 		return "", err
 	}
-	if err := t.readOnlyFirst(newRel, newAbs, in.NewPath); err != nil {
+	if err := t.readOnlyFirst(newRel, newSrc, in.NewPath); err != nil {
 		return "", err
 	}
-	if _, err := os.Lstat(newAbs); err == nil {
+	if _, err := t.wt.Lstat(newRel); err == nil {
 		return "", toolErr("The destination %s already exists", in.NewPath)
 	}
-	fi, err := os.Lstat(oldAbs)
+	st, err := t.wt.Lstat(oldRel)
 	if err != nil {
+		if isLinkRefusal(err) {
+			return "", errViaSymlink
+		}
 		return "", toolErr("The path %s does not exist", in.OldPath)
 	}
 	if newRel == oldRel || strings.HasPrefix(newRel, oldRel+"/") {
@@ -456,8 +506,8 @@ func (t *Tool) rename(in Input) (string, error) {
 		return "", err
 	}
 	var files, skipped []string
-	if fi.IsDir() {
-		if files, skipped, err = t.filesBelow(oldRel, oldAbs); err != nil {
+	if isDir(st) {
+		if files, skipped, err = t.filesBelow(oldRel); err != nil {
 			return "", err
 		}
 	} else {
@@ -465,9 +515,14 @@ func (t *Tool) rename(in Input) (string, error) {
 	}
 	var changes []change
 	for _, f := range files {
-		data, err := readIfExists(filepath.Join(t.Dir, filepath.FromSlash(f)))
+		cur, err := t.wt.Read(f)
 		if err != nil {
 			return "", err
+		}
+		var data []byte
+		mode := worktree.Regular
+		if cur != nil {
+			data, mode = cur.Data, cur.Mode
 		}
 		dest := newRel + strings.TrimPrefix(f, oldRel)
 		if err := t.checkWrite(f, display(f), data, nil); err != nil {
@@ -476,22 +531,19 @@ func (t *Tool) rename(in Input) (string, error) {
 		if err := t.checkWrite(dest, display(dest), nil, data); err != nil {
 			return "", err
 		}
-		changes = append(changes, change{rel: f, old: data}, change{rel: dest, new: data})
+		changes = append(changes, change{rel: f, old: data, oldMode: mode}, change{rel: dest, new: data, newMode: mode})
 	}
 	msg := message(in, "memory: rename "+display(oldRel)+" -> "+display(newRel))
 	if err := t.apply(changes, msg); err != nil {
 		return "", err
 	}
-	if fi.IsDir() {
+	if isDir(st) {
 		// What is not memory (a nested repository's .git) is never
 		// committed, but it is the agent's: it moves with the folder.
 		for _, s := range skipped {
-			dst := filepath.Join(t.Dir, filepath.FromSlash(newRel+strings.TrimPrefix(s, oldRel)))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
-				_ = os.Rename(filepath.Join(t.Dir, filepath.FromSlash(s)), dst)
-			}
+			_ = t.wt.Rename(s, newRel+strings.TrimPrefix(s, oldRel), 0)
 		}
-		os.RemoveAll(oldAbs)
+		t.wt.RemoveAll(oldRel)
 	}
 	return "Successfully renamed " + in.OldPath + " to " + in.NewPath, nil
 }

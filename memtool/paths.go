@@ -2,8 +2,12 @@ package memtool
 
 import (
 	"errors"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/worktree"
@@ -13,10 +17,11 @@ import (
 const Root = "/memories"
 
 // resolve maps a model path to the path relative to the memory folder ("" is
-// the folder itself) and the absolute path. Paths are untrusted: encoded
-// forms, backslashes, NUL, ".git" and anything that resolves (symlinks
-// included) outside the folder are refused.
-func (t *Tool) resolve(p string) (rel, abs string, err error) {
+// the folder itself) and to src, what a read of it reads: rel itself, or,
+// when rel is a symbolic link, the path inside the folder the link leads
+// to. Paths are untrusted: encoded forms, backslashes, NUL, ".git", a link
+// on the way, and a link at the end that leads outside are refused.
+func (t *call) resolve(p string) (rel, src string, err error) {
 	if strings.ContainsRune(p, 0) {
 		return "", "", toolErr("Path %s contains a NUL byte", quoteNUL(p))
 	}
@@ -51,44 +56,123 @@ func (t *Tool) resolve(p string) (rel, abs string, err error) {
 		}
 	}
 	rel = strings.Join(stack, "/")
-	abs = filepath.Join(t.Dir, filepath.FromSlash(rel))
-	if err := t.checkSymlinks(abs); err != nil {
+	src, err = t.followLinks(rel)
+	if err != nil {
 		return "", "", err
 	}
-	return rel, abs, nil
+	return rel, src, nil
 }
 
-// checkSymlinks resolves the longest existing prefix of abs and checks it
-// stays inside the memory folder and out of .git.
-func (t *Tool) checkSymlinks(abs string) error {
-	root, err := filepath.EvalSymlinks(t.Dir)
-	if err != nil {
-		return toolErr("memory folder unavailable: %v", err)
-	}
-	cur := abs
-	for {
-		resolved, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			if resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
-				return toolErr("Path would escape /memories directory via symlink")
+// errViaSymlink is the answer to a path that meets a link the agent placed:
+// on the way to the file (every act refuses to pass it: openat2 with
+// RESOLVE_NO_SYMLINKS), or at its end leading outside the folder.
+var errViaSymlink = toolErr("Path would escape /memories directory via symlink")
+
+// maxLinkHops bounds a chain of links at the end of a path.
+const maxLinkHops = 8
+
+// followLinks decides the answer for the links on rel: one on the way is
+// refused; one at the end is followed (lexically, at most maxLinkHops
+// times) and must lead inside the folder and out of .git. It returns what
+// a read of rel reads. It decides the answer only: every act goes through
+// t.wt, which refuses a link anywhere on its way whatever this saw, so an
+// agent swapping a folder for a link after this look gains nothing.
+func (t *call) followLinks(rel string) (string, error) {
+	cur := rel
+	for hop := 0; cur != ""; hop++ {
+		parts := strings.Split(cur, "/")
+		for i := 1; i <= len(parts); i++ {
+			st, err := t.wt.Lstat(strings.Join(parts[:i], "/"))
+			if err != nil {
+				if isLinkRefusal(err) {
+					return "", errViaSymlink
+				}
+				return cur, nil // missing, or a file on the way: the command answers that
 			}
-			if resolved == root {
-				return nil
+			if isLink(st) && i < len(parts) {
+				return "", errViaSymlink
 			}
-			inside := filepath.ToSlash(strings.TrimPrefix(resolved, root+string(filepath.Separator)))
-			if worktree.Check(inside) != nil {
-				return toolErr("Path would reach .git via symlink")
+			if !isDir(st) && i < len(parts) {
+				return cur, nil
 			}
-			return nil
+			if i == len(parts) && !isLink(st) {
+				return cur, nil
+			}
 		}
-		// Missing (or ENOTDIR): check the nearest parent that exists.
-		parent := filepath.Dir(cur)
-		if parent == cur || len(parent) < len(t.Dir) {
-			return nil
+		// cur is a link: follow it once more.
+		if hop == maxLinkHops {
+			return "", errViaSymlink
 		}
-		cur = parent
+		f, err := t.wt.Read(cur)
+		if err != nil || f == nil || f.Mode != worktree.Symlink {
+			return cur, nil // changed meanwhile: the command's own read answers
+		}
+		next, ok := t.linkTarget(cur, string(f.Data))
+		if !ok {
+			return "", errViaSymlink
+		}
+		if next != "" && worktree.Check(next) != nil {
+			return "", toolErr("Path would reach .git via symlink")
+		}
+		cur = next
 	}
+	return cur, nil
 }
+
+// linkTarget is where the link at rel pointing to target leads, relative
+// to the memory folder, worked out on the names alone; false when outside.
+func (t *call) linkTarget(rel, target string) (string, bool) {
+	if filepath.IsAbs(target) {
+		target = filepath.Clean(target)
+		for _, root := range t.rootNames() {
+			if target == root {
+				return "", true
+			}
+			if r, ok := strings.CutPrefix(target, root+string(filepath.Separator)); ok {
+				return filepath.ToSlash(r), true
+			}
+		}
+		return "", false
+	}
+	joined := path.Join(path.Dir(rel), filepath.ToSlash(target))
+	if joined == ".." || strings.HasPrefix(joined, "../") {
+		return "", false
+	}
+	if joined == "." {
+		return "", true
+	}
+	return joined, true
+}
+
+// rootNames are the names an absolute link may use for the memory folder:
+// its path as opened and that path with its own links resolved (memfsd's,
+// above the folder, e.g. /tmp on macOS).
+func (t *call) rootNames() []string {
+	root := filepath.Clean(t.wt.Path())
+	names := []string{root}
+	if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
+		names = append(names, real)
+	}
+	return names
+}
+
+// isLinkRefusal reports whether err is the kernel refusing a link on the
+// way (openat2's RESOLVE_NO_SYMLINKS or RESOLVE_BENEATH).
+func isLinkRefusal(err error) bool {
+	return errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV)
+}
+
+// refusedOnWay reports whether an act failed on its way to the file: a
+// link (refused), or something no longer a folder (ENOTDIR: openat2 opens
+// a final link as itself, which is not a folder). Asked only of acts that
+// follow a look which saw folders there: the agent changed them meanwhile.
+func refusedOnWay(err error) bool {
+	return isLinkRefusal(err) || errors.Is(err, unix.ENOTDIR)
+}
+
+func isLink(st *syscall.Stat_t) bool    { return st.Mode&syscall.S_IFMT == syscall.S_IFLNK }
+func isDir(st *syscall.Stat_t) bool     { return st.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+func isRegular(st *syscall.Stat_t) bool { return st.Mode&syscall.S_IFMT == syscall.S_IFREG }
 
 // untrackable refuses a name that is not part of a memory path by the one
 // rule (worktree.Check), with the tool's wording: what the scan and the

@@ -8,15 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/memfsd/memfsd/blocks"
-	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -48,8 +45,13 @@ const ViewLimit = 16000
 
 // Tool runs memory-tool calls on one memory folder.
 type Tool struct {
-	// Dir is the memory folder (what /memories maps to).
+	// Dir is the memory folder (what /memories maps to), by name: opened
+	// for each call when Tree is nil.
 	Dir string
+	// Tree is the memory folder held open (its owner closes it). Every
+	// file step of every command goes through it, relative to its
+	// descriptor, and never passes a link the agent placed.
+	Tree *worktree.Dir
 	// Commit records paths (relative, slash-separated) as one commit.
 	Commit func(paths []string, message string) error
 	// CommitHardens says a successful Commit also makes the tool's file
@@ -65,6 +67,12 @@ type Tool struct {
 	Mu sync.Locker
 
 	own sync.Mutex
+}
+
+// call is one Run: the tool and the folder it acts in.
+type call struct {
+	*Tool
+	wt *worktree.Dir
 }
 
 type toolError struct{ msg string }
@@ -93,11 +101,26 @@ func (t *Tool) Run(in Input) Result {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	out, err := t.run(in)
+	c := &call{Tool: t, wt: t.Tree}
+	if c.wt == nil {
+		wt, err := worktree.OpenDir(t.Dir)
+		if err != nil {
+			return Result{Content: fmt.Sprintf("memory folder unavailable: %v", err), IsError: true}
+		}
+		defer wt.Close()
+		c.wt = wt
+	}
+	out, err := c.run(in)
 	if err != nil {
 		var te *toolError
 		if errors.As(err, &te) {
 			return Result{Content: te.msg, IsError: true}
+		}
+		if refusedOnWay(err) {
+			// A folder on the way became a link (or a file) after the
+			// command looked: the kernel refused to pass it, and nothing
+			// was done outside.
+			return Result{Content: errViaSymlink.Error(), IsError: true}
 		}
 		return Result{Content: "Error: " + err.Error(), IsError: true, internal: true}
 	}
@@ -109,7 +132,7 @@ func (t *Tool) Run(in Input) Result {
 // not: a retry of the same call may succeed.
 func (r Result) Final() bool { return !r.internal }
 
-func (t *Tool) run(in Input) (string, error) {
+func (t *call) run(in Input) (string, error) {
 	switch in.Command {
 	case "view":
 		return t.view(in)
@@ -137,26 +160,14 @@ func need[T any](v *T, field, command string) (T, error) {
 	return *v, nil
 }
 
-func (t *Tool) checkSecret(text string) error {
+func (t *call) checkSecret(text string) error {
 	if name, ok := SecretIn(t.Secrets, text); ok {
 		return toolErr("Refused: the text looks like a credential (%s). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", name)
 	}
 	return nil
 }
 
-// readIfExists returns a file's content, nil when it does not exist.
-func readIfExists(abs string) ([]byte, error) {
-	data, err := os.ReadFile(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if data == nil && err == nil {
-		data = []byte{}
-	}
-	return data, err
-}
-
-func (t *Tool) checkWrite(rel, shown string, old, new []byte) error {
+func (t *call) checkWrite(rel, shown string, old, new []byte) error {
 	if err := blocks.CheckAgentWrite(rel, old, new); err != nil {
 		if errors.Is(err, blocks.ErrReadOnlyKey) {
 			return toolErr("%s: the read_only key in front matter can only be changed by the operator", shown)
@@ -176,41 +187,51 @@ func (t *Tool) checkWrite(rel, shown string, old, new []byte) error {
 	return nil
 }
 
-// change is a file's content before and after a write (nil: absent).
+// change is what stands at a path before and after a write (nil: absent),
+// with its kind: a link moved by a rename stays a link, and an undo puts
+// back exactly what was there.
 type change struct {
-	rel      string
-	old, new []byte
+	rel              string
+	old, new         []byte
+	oldMode, newMode worktree.Mode
 }
 
 // apply writes the changes, commits them as one commit, and undoes them
-// all when any step fails.
-func (t *Tool) apply(changes []change, message string) error {
+// all when any step fails. Every step acts through t.wt: a folder on the
+// way swapped for a link makes the kernel refuse the step (undo included).
+func (t *call) apply(changes []change, message string) error {
 	done := make([]change, 0, len(changes))
 	undo := func() {
 		for i := len(done) - 1; i >= 0; i-- {
 			c := done[i]
-			abs := filepath.Join(t.Dir, filepath.FromSlash(c.rel))
 			if c.old == nil {
-				os.Remove(abs)
-				removeEmptyParents(t.Dir, filepath.Dir(abs))
+				t.wt.Remove(c.rel)
+				t.removeEmptyParents(c.rel)
 			} else {
-				writeAtomic(t.Dir, abs, c.old, true)
+				t.wt.WriteFile(c.rel, c.old, c.oldMode, true)
 			}
 		}
 	}
 	for _, c := range changes {
-		abs := filepath.Join(t.Dir, filepath.FromSlash(c.rel))
 		var err error
 		if c.new == nil {
-			err = os.Remove(abs)
+			err = t.wt.Remove(c.rel)
 			if err == nil {
-				removeEmptyParents(t.Dir, filepath.Dir(abs))
+				t.removeEmptyParents(c.rel)
 			}
 		} else {
-			err = writeAtomic(t.Dir, abs, c.new, t.Commit == nil || !t.CommitHardens)
+			// New folders are made 0700 and the file 0600 (a link as a
+			// link), whatever the umask.
+			_, err = t.wt.WriteFile(c.rel, c.new, c.newMode, t.Commit == nil || !t.CommitHardens)
 		}
 		if err != nil {
 			undo()
+			if refusedOnWay(err) {
+				if perr := t.checkParents(c.rel); perr != nil {
+					return perr // a file there now: say so
+				}
+				return errViaSymlink
+			}
 			return fmt.Errorf("write %s: %w", c.rel, err)
 		}
 		done = append(done, c)
@@ -235,74 +256,47 @@ func (t *Tool) apply(changes []change, message string) error {
 	return nil
 }
 
-// writeAtomic writes data to abs through a temporary file (fsynced when
-// sync, then renamed), file 0600, new folders 0700 whatever the umask.
-func writeAtomic(root, abs string, data []byte, sync bool) error {
-	if err := mkdirPrivate(root, filepath.Dir(abs)); err != nil {
-		return err
-	}
-	return atomicfile.Write(abs, data, 0o600, sync)
-}
-
-// mkdirPrivate creates dir and its missing parents below root as 0700.
-func mkdirPrivate(root, dir string) error {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is a file", dir)
-		}
-		return nil
-	}
-	if dir != root {
-		if err := mkdirPrivate(root, filepath.Dir(dir)); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return os.Chmod(dir, 0o700)
-}
-
-func removeEmptyParents(root, dir string) {
-	for dir != root && strings.HasPrefix(dir, root) {
-		if os.Remove(dir) != nil {
+// removeEmptyParents removes the folders above rel that are left empty; a
+// file or link that took a folder's name meanwhile is left alone.
+func (t *call) removeEmptyParents(rel string) {
+	for dir := path.Dir(rel); dir != "." && dir != ""; dir = path.Dir(dir) {
+		if t.wt.RemoveDir(dir) != nil {
 			return
 		}
-		dir = filepath.Dir(dir)
 	}
 }
 
-// filesBelow lists the regular files below dir (relative to the memory
-// folder), sorted, and the entries below it that are not memory paths
-// (worktree.Skip: a nested repository's .git, ...; memfsd's temporary
-// files left out), which are never committed and not descended into.
-func (t *Tool) filesBelow(rel, abs string) (files, skipped []string, err error) {
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+// filesBelow lists the files below the folder rel (relative to the memory
+// folder; links count as files, never followed), sorted, and the entries
+// below it that are not memory paths (worktree.Skip: a nested repository's
+// .git, ...; memfsd's temporary files left out), which are never
+// committed and not descended into. Folders are listed through t.wt.
+func (t *call) filesBelow(rel string) (files, skipped []string, err error) {
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := t.wt.ReadDir(dir)
 		if err != nil {
 			return err
 		}
-		if p == abs {
-			if !d.IsDir() {
-				files = append(files, rel)
+		for _, e := range entries {
+			r := dir + "/" + e.Name
+			if skip, why := worktree.Skip(r, e.IsDir()); skip {
+				if why != "" { // not memfsd's own temporary files
+					skipped = append(skipped, r)
+				}
+				continue
 			}
-			return nil
-		}
-		r, _ := filepath.Rel(t.Dir, p)
-		r = filepath.ToSlash(r)
-		if skip, why := worktree.Skip(r, d.IsDir()); skip {
-			if why != "" { // not memfsd's own temporary files
-				skipped = append(skipped, r)
+			if e.IsDir() {
+				if err := walk(r); err != nil {
+					return err
+				}
+			} else {
+				files = append(files, r)
 			}
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.IsDir() {
-			files = append(files, r)
 		}
 		return nil
-	})
+	}
+	err = walk(rel)
 	slices.Sort(files)
 	return files, skipped, err
 }

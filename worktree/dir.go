@@ -527,3 +527,26 @@ func removeAllAt(pfd int, name string, depth int) error {
 	f.Close()
 	return unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
 }
+
+// Stat stats the memory folder itself (through its descriptor).
+func (d *Dir) Stat() (*syscall.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: d.path, Err: err}
+	}
+	return toSyscall(&st), nil
+}
+
+// RemoveDir removes the folder rel only if it is an empty folder: a file
+// or a link that took its name meanwhile is left alone (unlike Remove).
+func (d *Dir) RemoveDir(rel string) error {
+	pfd, name, err := d.openParent(rel, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	if err := unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR); err != nil {
+		return &os.PathError{Op: "rmdir", Path: rel, Err: err}
+	}
+	return nil
+}

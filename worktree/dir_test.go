@@ -80,3 +80,38 @@ func TestDir_SymlinkSwapNeverEscapes(t *testing.T) {
 	}
 	t.Logf("%d operations, %d refused, %d swaps", ops, refused, swaps.Load())
 }
+
+// TestDir_StatAndRemoveDir: Stat describes the folder itself; RemoveDir
+// removes an empty folder and nothing else — not a file, not a link (to a
+// folder or not), not a folder with something in it.
+func TestDir_StatAndRemoveDir(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	d, err := worktree.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	st, err := d.Stat()
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		t.Fatalf("Stat of the folder: %v %v", st, err)
+	}
+	os.Mkdir(filepath.Join(root, "empty"), 0o700)
+	os.MkdirAll(filepath.Join(root, "full", "x"), 0o700)
+	os.WriteFile(filepath.Join(root, "file"), []byte("x"), 0o600)
+	os.Symlink(outside, filepath.Join(root, "link"))
+	if err := d.RemoveDir("empty"); err != nil {
+		t.Fatalf("RemoveDir of an empty folder: %v", err)
+	}
+	for _, rel := range []string{"full", "file", "link"} {
+		if err := d.RemoveDir(rel); err == nil {
+			t.Errorf("RemoveDir removed %s", rel)
+		}
+		if _, err := os.Lstat(filepath.Join(root, rel)); err != nil {
+			t.Errorf("%s gone: %v", rel, err)
+		}
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatal(err)
+	}
+}
