@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // memfsd's own records live in <home>/agents/<id>/records/, beside the
@@ -49,26 +51,31 @@ const (
 const DefaultRejectedKeep = 100
 
 func (a *Agent) recordPath(name string) string {
-	if name == rejectedDir {
-		return filepath.Join(a.Dir(), ".git", "memfsd", rejectedDir)
-	}
 	return filepath.Join(a.cfg.Home, "agents", a.ID, "records", name)
 }
 
-// realDirs makes each of dirs (outermost first) a real folder: a symbolic
-// link or a file standing there (the agent's doing) is removed first.
-func realDirs(dirs ...string) error {
-	for _, d := range dirs {
-		fi, err := os.Lstat(d)
-		if err == nil && fi.IsDir() {
+// rejectedRel is where rejected bytes are kept, relative to the memory
+// folder: inside its .git, which the agent's shell reaches too, so every
+// step there goes through the folder's descriptor (withTree), never by
+// name: a link the agent puts at .git/memfsd or at the folder is removed,
+// never followed.
+const rejectedRel = ".git/memfsd/" + rejectedDir
+
+// realDirsIn makes each of rels (outermost first) a real folder beneath wt:
+// a symbolic link or a file standing there (the agent's doing) is removed
+// (the link itself, not what it points to) first.
+func realDirsIn(wt *worktree.Dir, rels ...string) error {
+	for _, rel := range rels {
+		st, err := wt.Lstat(rel)
+		if err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 			continue
 		}
 		if err == nil {
-			if err := os.Remove(d); err != nil {
+			if err := wt.Remove(rel); err != nil {
 				return err
 			}
 		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := wt.MkdirAll(rel); err != nil {
 			return err
 		}
 	}
@@ -105,15 +112,20 @@ func (a *Agent) writeHeld(paths []string) error {
 // keepRejected stores bytes a guard took out of the work tree and prunes
 // the folder to the newest DefaultRejectedKeep files.
 func (a *Agent) keepRejected(rel string, data []byte) error {
-	dir := a.recordPath(rejectedDir)
-	if err := realDirs(filepath.Dir(dir), dir); err != nil {
+	err := a.withTree(func(wt *worktree.Dir) error {
+		if err := realDirsIn(wt, ".git/memfsd", rejectedRel); err != nil {
+			return err
+		}
+		name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
+		if _, err := wt.WriteFile(rejectedRel+"/"+name, data, worktree.Regular, false); err != nil {
+			return err
+		}
+		return pruneRejected(wt, DefaultRejectedKeep)
+	})
+	if err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
 	}
-	name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
-	if err := writeRecord(filepath.Join(dir, name), data); err != nil {
-		return fmt.Errorf("keep rejected %s: %w", rel, err)
-	}
-	return pruneRejected(dir, DefaultRejectedKeep)
+	return nil
 }
 
 var lastNanos atomic.Int64
@@ -132,11 +144,11 @@ func uniqueNanos() int64 {
 	}
 }
 
-// pruneRejected removes all but the newest keep files of dir.
-func pruneRejected(dir string, keep int) error {
-	names := rejectedNames(dir)
+// pruneRejected removes all but the newest keep rejected files.
+func pruneRejected(wt *worktree.Dir, keep int) error {
+	names := rejectedNamesIn(wt)
 	for len(names) > keep {
-		if err := os.Remove(filepath.Join(dir, names[0].file)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := wt.Remove(rejectedRel + "/" + names[0].file); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		names = names[1:]
@@ -150,19 +162,30 @@ type rejectedName struct {
 	path string
 }
 
-// rejectedNames lists the rejected files, oldest first.
-func rejectedNames(dir string) []rejectedName {
-	entries, _ := os.ReadDir(dir)
+// rejectedNamesIn lists the rejected files, oldest first (none when the
+// folder is missing or not a real folder).
+func rejectedNamesIn(wt *worktree.Dir) []rejectedName {
+	entries, _ := wt.ReadDir(rejectedRel)
 	var out []rejectedName
 	for _, e := range entries {
-		at, rest, ok := strings.Cut(e.Name(), "-")
+		at, rest, ok := strings.Cut(e.Name, "-")
 		n, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil {
+		if !ok || err != nil || e.Stat.Mode&syscall.S_IFMT != syscall.S_IFREG {
 			continue
 		}
-		out = append(out, rejectedName{file: e.Name(), at: n, path: strings.ReplaceAll(rest, "%", "/")})
+		out = append(out, rejectedName{file: e.Name, at: n, path: strings.ReplaceAll(rest, "%", "/")})
 	}
 	slices.SortFunc(out, func(x, y rejectedName) int { return int(x.at - y.at) })
+	return out
+}
+
+// rejectedNames lists the rejected files of the agent, oldest first.
+func (a *Agent) rejectedNames() []rejectedName {
+	var out []rejectedName
+	a.withTree(func(wt *worktree.Dir) error {
+		out = rejectedNamesIn(wt)
+		return nil
+	})
 	return out
 }
 
@@ -171,7 +194,7 @@ func rejectedNames(dir string) []rejectedName {
 func (a *Agent) untoldRejections() []string {
 	told := readStamp(a.recordPath(rejectedToldFile))
 	var out []string
-	for _, n := range rejectedNames(a.recordPath(rejectedDir)) {
+	for _, n := range a.rejectedNames() {
 		if n.at > told && !slices.Contains(out, n.path) {
 			out = append(out, n.path)
 		}

@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"sync/atomic"
+
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
@@ -14,12 +18,13 @@ func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	os.MkdirAll(a.Dir(), 0o700)
 	for i := 0; i < DefaultRejectedKeep+5; i++ {
 		if err := a.keepRejected(fmt.Sprintf("system/b%03d.md", i), []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	names := rejectedNames(a.recordPath(rejectedDir))
+	names := a.rejectedNames()
 	if len(names) != DefaultRejectedKeep {
 		t.Fatalf("kept %d rejected files, want %d", len(names), DefaultRejectedKeep)
 	}
@@ -65,5 +70,49 @@ func TestRecords_HeldDeletes(t *testing.T) {
 	a.updateHeld(nil, []string{"b.md"})
 	if _, err := os.Stat(filepath.Join(a.Dir(), ".git", "memfsd", heldDeletesFile)); !os.IsNotExist(err) {
 		t.Fatalf("empty record not removed: %v", err)
+	}
+}
+
+// TestRecords_RejectedNeverThroughALink: the agent's shell swaps
+// .git/memfsd with a link to an outside folder, again and again, where
+// files are named like rejections: keeping (and pruning, past the limit)
+// rejections neither writes nor removes anything outside.
+func TestRecords_RejectedNeverThroughALink(t *testing.T) {
+	cfg := &Config{Home: t.TempDir()}
+	a, err := New(cfg, "rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "rejected"), 0o700)
+	for i := 0; i < 5; i++ {
+		os.WriteFile(filepath.Join(outside, "rejected", fmt.Sprintf("%d-victim", i)), []byte("outside"), 0o600)
+	}
+	gitDir := filepath.Join(a.Dir(), ".git")
+	os.MkdirAll(filepath.Join(gitDir, "memfsd", "rejected"), 0o700)
+	os.Symlink(outside, filepath.Join(gitDir, "swap"))
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			// A link removed by memfsd is put back, as a looping shell would.
+			os.Symlink(outside, filepath.Join(gitDir, "swap"))
+			os.Mkdir(filepath.Join(gitDir, "memfsd"), 0o700)
+			unix.Renameat2(unix.AT_FDCWD, filepath.Join(gitDir, "memfsd"), unix.AT_FDCWD, filepath.Join(gitDir, "swap"), unix.RENAME_EXCHANGE)
+		}
+	}()
+	for i := 0; i < 3*DefaultRejectedKeep; i++ {
+		a.keepRejected("system/persona.md", []byte("x")) // may fail mid-swap; never outside
+	}
+	stop.Store(true)
+	<-done
+	entries, _ := os.ReadDir(filepath.Join(outside, "rejected"))
+	if len(entries) != 5 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("outside folder now holds %v, want its 5 victims", names)
 	}
 }
