@@ -23,6 +23,7 @@ const (
 // Context is the memory as the agent's prompt shows it, from the committed
 // HEAD (never a half-written file).
 type Context struct {
+	Format   string   `json:"format"` // FormatMemfsd, FormatLettaCode or FormatLettaLocal
 	Revision string   `json:"revision"`
 	Text     string   `json:"text"`
 	Tokens   int      `json:"tokens"` // estimate: bytes ÷ 4
@@ -36,6 +37,8 @@ type contextCache struct {
 	revision plumbing.Hash
 	ctx      Context
 	descs    map[plumbing.Hash]string
+	letta    map[string]Context // letta-code's formats, by format, at revision lettaRev
+	lettaRev plumbing.Hash
 }
 
 // Context renders the memory for the agent's prompt (letta-code's layout):
@@ -105,7 +108,7 @@ func (a *Agent) Context() (Context, error) {
 	}
 	tree, truncated := renderTree(others, ContextTreeMaxLines, ContextTreeMaxChars, ContextTreeMaxChildren)
 	text := pinned.String() + "\n<memory_filesystem>\nThe other memory files (read them with the memory tool's view):\n" + tree + "\n</memory_filesystem>"
-	c := Context{Revision: hashString(head), Text: text, Tokens: len(text) / 4, Warnings: []string{}}
+	c := Context{Format: FormatMemfsd, Revision: hashString(head), Text: text, Tokens: len(text) / 4, Warnings: []string{}}
 	if truncated {
 		c.Warnings = append(c.Warnings, "the file tree is over its budget and was cut; reorganise memory into fewer, larger files or folders")
 	}
@@ -234,8 +237,13 @@ func renderTree(files []treeFile, maxLines, maxChars, maxChildren int) (string, 
 	return strings.Join(lines, "\n"), true
 }
 
-// ReadContext renders an agent's context from disk, with no daemon.
-func ReadContext(cfg *Config, id string) (Context, error) {
+// ReadContext renders an agent's context from disk, with no daemon, in a
+// format of ParseContextFormat's ("" is memfsd's).
+func ReadContext(cfg *Config, id, format string) (Context, error) {
+	format, err := ParseContextFormat(format)
+	if err != nil {
+		return Context{}, err
+	}
 	a, err := New(cfg, id)
 	if err != nil {
 		return Context{}, err
@@ -246,5 +254,5 @@ func ReadContext(cfg *Config, id string) (Context, error) {
 	}
 	defer repo.Close()
 	a.repo = repo
-	return a.Context()
+	return a.ContextAs(format)
 }

@@ -102,4 +102,22 @@ func TestContext_BudgetsAndCache(t *testing.T) {
 		t.Fatalf("cached context of a 10,000-file memory: median %s, want under 5 ms", took[10])
 	}
 	t.Logf("cached context, 10,000 files: median %s", took[10])
+
+	// letta-code's format: rendered once per revision (every .md read), then
+	// cached like memfsd's.
+	start := time.Now()
+	lc, err := a.ContextAs(agent.FormatLettaCode)
+	first := time.Since(start)
+	if err != nil || lc.Format != agent.FormatLettaCode || !strings.Contains(lc.Text, "\n[Tree truncated: showing ") || len(lc.Warnings) == 0 {
+		t.Fatalf("letta-code context: %v %v\n%s", err, lc.Warnings, lc.Text[max(0, len(lc.Text)-600):])
+	}
+	start = time.Now()
+	if again, err := a.ContextAs(agent.FormatLettaCode); err != nil || again.Text != lc.Text {
+		t.Fatal("cached letta-code answer differs")
+	}
+	if cached := time.Since(start); cached > 5*time.Millisecond {
+		t.Fatalf("cached letta-code context of a 10,000-file memory: %s, want under 5 ms", cached)
+	} else {
+		t.Logf("letta-code context, 10,000 files: %s rendered, %s cached", first, cached)
+	}
 }

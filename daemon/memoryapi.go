@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 
@@ -43,7 +44,12 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, res)
 	}))
 	mux.HandleFunc("GET /v1/agents/{id}/context", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
-		c, err := a.Context()
+		format, err := agent.ParseContextFormat(r.URL.Query().Get("format"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("query format: %w", err))
+			return
+		}
+		c, err := a.ContextAs(format)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -159,6 +160,7 @@ func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) 
 type FileEntry struct {
 	Path string
 	Blob plumbing.Hash
+	Mode filemode.FileMode // filemode.Symlink for a link
 }
 
 // HeadFiles lists HEAD's files, sorted by path, with HEAD's commit id
@@ -176,7 +178,7 @@ func (r *Repo) HeadFiles() (plumbing.Hash, []FileEntry, error) {
 	}
 	out := make([]FileEntry, 0, len(r.flat))
 	for p, e := range r.flat {
-		out = append(out, FileEntry{Path: p, Blob: e.Hash})
+		out = append(out, FileEntry{Path: p, Blob: e.Hash, Mode: e.Mode})
 	}
 	slices.SortFunc(out, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	return head, out, nil
