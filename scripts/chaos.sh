@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The chaos soak: two daemons on one agent, a person committing with the git
 # CLI, 30% of requests faulted (503, 520-524, resets, delays), one daemon
-# SIGKILLed and restarted at random. Prints writes, faults, kills, lost (must
-# be 0) and the git fsck --strict result.
+# SIGKILLed and restarted at random, and two writer processes (one truncating
+# and writing, one appending) writing files that pulls replace meanwhile.
+# Prints writes, faults, kills, lost (must be 0; every writer line included),
+# the writers' line counts and the git fsck --strict result.
 #   scripts/chaos.sh            # the long run: 6,400 operations, over 5,000 writes
 #   WRITES=300 scripts/chaos.sh # the CI-sized run
 #   SEED=123 scripts/chaos.sh   # replay a seed
