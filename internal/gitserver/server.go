@@ -325,12 +325,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// minutes to arrive. net/http clears the deadline for the connection's
 	// next request.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyDeadline))
-	// Go's CGI handler cannot pass a chunked body on: buffer it and give the
-	// backend a Content-Length.
-	if r.Body != nil && r.ContentLength < 0 {
+	// The whole body is read before the backend starts: Go's CGI handler
+	// cannot pass a chunked body on (the backend gets a Content-Length), and
+	// a body cut short (a client killed mid-push) must be refused here: git
+	// 2.39's receive-pack, given a Content-Length its stdin never reaches,
+	// re-reads stdin for good, and Close waits for it.
+	if r.Body != nil && r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if err != nil || (r.ContentLength >= 0 && int64(len(body)) != r.ContentLength) {
+			http.Error(w, fmt.Sprintf("request body cut short (%d of %d bytes): %v", len(body), r.ContentLength, err), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
