@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/memtool"
 )
 
@@ -307,6 +308,14 @@ func TestLetta_ReadOnlyBlocks(t *testing.T) {
 	os.Remove(filepath.Join(e.dir, "system/human.md"))
 	e.repo.CommitWrite([]string{"system/human.md"}, "operator removed human")
 	e.expectNothing(`{"command":"create","reason":"r","file_path":"system/human.md","description":"mine"}`, "memory: system/human.md is read_only and cannot be modified")
+	// A block without front matter: read-only by its path, said before
+	// anything about its front matter.
+	os.WriteFile(filepath.Join(e.dir, "system/persona.md"), []byte("I am plain.\n"), 0o600)
+	e.repo.CommitWrite([]string{"system/persona.md"}, "operator: persona without front matter")
+	e.expectNothing(`{"command":"str_replace","reason":"r","file_path":"system/persona","old_string":"plain","new_string":"free"}`, "memory: system/persona is read_only and cannot be modified")
+	e.expectNothing(`{"reason":"r","input":`+quote("*** Begin Patch\n*** Update File: system/persona\n@@\n-I am plain.\n+I am free.\n*** End Patch")+`}`, "memory_apply_patch: system/persona.md is read_only and cannot be modified")
+	os.WriteFile(filepath.Join(e.dir, "system/persona.md"), []byte(blocks.DefaultPersona), 0o600)
+	e.repo.CommitWrite([]string{"system/persona.md"}, "operator: persona back")
 	// A file made read-only by its front matter.
 	os.WriteFile(filepath.Join(e.dir, "notes/locked.md"), []byte("---\ndescription: L\nread_only: TRUE\n---\nlocked\n"), 0o600)
 	e.repo.CommitWrite([]string{"notes/locked.md"}, "operator")
@@ -355,4 +364,17 @@ func TestDecodeCall_Dialects(t *testing.T) {
 			t.Errorf("%s: %+v %v, want %s %s", c.js, got, err, c.want, c.wantTool)
 		}
 	}
+}
+
+// The secret guard holds in letta-code's dialect: a credential in a
+// command's text or anywhere in a patch refuses the whole call.
+func TestLetta_SecretGuard(t *testing.T) {
+	e := newEnv(t)
+	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/a","description":"A","file_text":"alpha\n"}`, "memory: create notes/a.md", "r")
+	key := "sk-" + strings.Repeat("A1b2", 8)
+	refused := "Refused: the text looks like a credential (OpenAI-style key (sk-)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest."
+	e.expectNothing(`{"command":"create","reason":"r","file_path":"notes/k","description":"K","file_text":"key `+key+`"}`, refused)
+	e.expectNothing(`{"command":"str_replace","reason":"r","file_path":"notes/a","old_string":"alpha","new_string":"`+key+`"}`, refused)
+	patch := "*** Begin Patch\n*** Add File: notes/ok.md\n+fine\n*** Update File: notes/a.md\n@@\n-alpha\n+" + key + "\n*** End Patch"
+	e.expectNothing(`{"reason":"r","input":`+quote(patch)+`}`, refused)
 }
