@@ -48,12 +48,19 @@ func ValidIdempotencyKey(k string) error {
 // `Memory-Call: <key>` trailer answers that it was already applied. Both
 // survive a restart. Calls with one key are serialised.
 func (a *Agent) RunMemory(in memtool.Input, key string) (memtool.Result, error) {
+	return a.RunCall(memtool.Call{Dialect: memtool.Anthropic, Input: in}, key)
+}
+
+// RunCall is RunMemory for a call of either dialect (Anthropic's
+// memory_20250818 or letta-code's memory and memory_apply_patch): the same
+// folder, checks, commit and idempotency.
+func (a *Agent) RunCall(in memtool.Call, key string) (memtool.Result, error) {
 	if key == "" {
 		tool, err := a.MemoryTool()
 		if err != nil {
 			return memtool.Result{}, err
 		}
-		return tool.Run(in), nil
+		return tool.RunCall(in), nil
 	}
 	if err := ValidIdempotencyKey(key); err != nil {
 		return memtool.Result{}, err
@@ -73,7 +80,7 @@ func (a *Agent) RunMemory(in memtool.Input, key string) (memtool.Result, error) 
 	} else if ok {
 		return memtool.Result{Content: "already applied in " + h.String()}, nil
 	}
-	res := tool.Run(in)
+	res := tool.RunCall(in)
 	if !res.Final() {
 		return res, nil // a failure of ours: a retry with the key may apply it
 	}

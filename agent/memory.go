@@ -41,7 +41,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 		// The tool checks the files it reads; the commit checks again
 		// against HEAD, under the pipeline's lock: a block the agent
 		// unlocked on disk behind the tool's back is still read-only.
-		Commit: func(paths []string, message string) error {
+		Commit: func(paths []string, message string) (string, error) {
 			if trailer != "" {
 				message = strings.TrimRight(message, "\n") + "\n\n" + trailer
 			}
@@ -52,10 +52,13 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 				Guard:   func(b *gitmem.Batch) ([]gitmem.Verdict, error) { return toolGuard(b, secrets) },
 			})
 			a.repackSoon(repo)
-			if err == nil && len(res.Commits) == 0 {
-				err = repo.SyncFiles() // nothing to commit: harden the write itself
+			if err != nil {
+				return "", err
 			}
-			return err
+			if len(res.Commits) == 0 {
+				return "", repo.SyncFiles() // nothing to commit: harden the write itself
+			}
+			return res.Commits[len(res.Commits)-1].String(), nil
 		},
 	}, nil
 }

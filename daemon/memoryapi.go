@@ -21,7 +21,14 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: body unreadable or over 8 MiB", IsError: true})
 			return
 		}
-		in, err := memtool.Decode(body)
+		// The dialect and tool may come as query parameters (what the CLI's
+		// --dialect and --tool send) or in the body.
+		dialect, err := memtool.ParseDialect(r.URL.Query().Get("dialect"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: query parameter " + err.Error(), IsError: true})
+			return
+		}
+		in, err := memtool.DecodeCall(body, dialect, r.URL.Query().Get("tool"))
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: " + err.Error(), IsError: true})
 			return
@@ -33,12 +40,12 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 				return
 			}
 		}
-		res, err := a.RunMemory(in, key)
+		res, err := a.RunCall(in, key)
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: err.Error(), IsError: true})
 			return
 		}
-		if !res.IsError && in.Command != "view" {
+		if !res.IsError && in.Writes() {
 			d.metrics.commits.Inc()
 		}
 		writeJSON(w, http.StatusOK, res)

@@ -202,7 +202,7 @@ func (t *call) create(in Input) (string, error) {
 	if err := t.checkParents(rel); err != nil {
 		return "", err
 	}
-	if err := t.apply([]change{{rel: rel, new: []byte(text)}}, message(in, "memory: create "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, new: []byte(text)}}, message(in, "memory: create "+display(rel))); err != nil {
 		return "", err
 	}
 	return "File created successfully at: " + in.Path, nil
@@ -343,7 +343,7 @@ func (t *call) strReplace(in Input) (string, error) {
 	if err := t.checkSecret(newStr); err != nil {
 		return "", err
 	}
-	if err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: str_replace "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: str_replace "+display(rel))); err != nil {
 		return "", err
 	}
 	newLines := strings.Split(updated, "\n")
@@ -413,7 +413,7 @@ func (t *call) insert(in Input) (string, error) {
 	if err := t.checkSecret(text); err != nil {
 		return "", err
 	}
-	if err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: insert "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: insert "+display(rel))); err != nil {
 		return "", err
 	}
 	return "The file " + in.Path + " has been edited.", nil
@@ -460,7 +460,7 @@ func (t *call) delete(in Input) (string, error) {
 		}
 		changes = append(changes, c)
 	}
-	if err := t.apply(changes, message(in, "memory: delete "+display(rel))); err != nil {
+	if _, err := t.apply(changes, message(in, "memory: delete "+display(rel))); err != nil {
 		return "", err
 	}
 	if isDir(st) {
@@ -534,7 +534,7 @@ func (t *call) rename(in Input) (string, error) {
 		changes = append(changes, change{rel: f, old: data, oldMode: mode}, change{rel: dest, new: data, newMode: mode})
 	}
 	msg := message(in, "memory: rename "+display(oldRel)+" -> "+display(newRel))
-	if err := t.apply(changes, msg); err != nil {
+	if _, err := t.apply(changes, msg); err != nil {
 		return "", err
 	}
 	if isDir(st) {

@@ -56,7 +56,7 @@ func TestTool_SymlinkSwapNeverEscapes(t *testing.T) {
 	os.Symlink(outside, filepath.Join(dir, "swap"))
 	before := snapshot(t, outside)
 
-	tool := &memtool.Tool{Dir: dir, CommitHardens: true, Commit: func([]string, string) error { return nil }}
+	tool := &memtool.Tool{Dir: dir, CommitHardens: true, Commit: func([]string, string) (string, error) { return "", nil }}
 	run := func(in memtool.Input) memtool.Result { return tool.Run(in) }
 	str := func(s string) *string { return &s }
 	num := func(n int) *int { return &n }

@@ -52,8 +52,9 @@ type Tool struct {
 	// file step of every command goes through it, relative to its
 	// descriptor, and never passes a link the agent placed.
 	Tree *worktree.Dir
-	// Commit records paths (relative, slash-separated) as one commit.
-	Commit func(paths []string, message string) error
+	// Commit records paths (relative, slash-separated) as one commit and
+	// returns its id ("" when nothing differed from HEAD).
+	Commit func(paths []string, message string) (string, error)
 	// CommitHardens says a successful Commit also makes the tool's file
 	// writes durable (memfsd's commit flushes the whole filesystem with
 	// syncfs before its ref moves, and hardens the files itself when there
@@ -73,6 +74,24 @@ type Tool struct {
 type call struct {
 	*Tool
 	wt *worktree.Dir
+	// letta is set for a call in letta-code's dialect: its refusals are
+	// worded as letta-code words them.
+	letta *lettaRun
+	// afterApply runs once a letta-code command's commit is made (a
+	// deleted folder's remains are removed).
+	afterApply func()
+}
+
+// refusal is the answer to a write the commit's guard refused at rel
+// (blocks.ErrReadOnly or blocks.ErrReadOnlyKey).
+func (t *call) refusal(rel string, err error) error {
+	if t.letta != nil {
+		return t.letta.refused(rel, err, nil)
+	}
+	if errors.Is(err, blocks.ErrReadOnlyKey) {
+		return toolErr("%s: the read_only key in front matter can only be changed by the operator", display(rel))
+	}
+	return toolErr("%s is read-only and cannot be modified", display(rel))
 }
 
 type toolError struct{ msg string }
@@ -95,6 +114,12 @@ func Decode(data []byte) (Input, error) {
 
 // Run executes one call. A failed call changes nothing.
 func (t *Tool) Run(in Input) Result {
+	return t.do(func(c *call) (string, error) { return c.run(in) })
+}
+
+// do runs one command under the tool's lock on the memory folder and turns
+// its outcome into the tool's answer.
+func (t *Tool) do(command func(*call) (string, error)) Result {
 	mu := t.Mu
 	if mu == nil {
 		mu = &t.own
@@ -110,7 +135,7 @@ func (t *Tool) Run(in Input) Result {
 		defer wt.Close()
 		c.wt = wt
 	}
-	out, err := c.run(in)
+	out, err := command(c)
 	if err != nil {
 		var te *toolError
 		if errors.As(err, &te) {
@@ -169,6 +194,9 @@ func (t *call) checkSecret(text string) error {
 
 func (t *call) checkWrite(rel, shown string, old, new []byte) error {
 	if err := blocks.CheckAgentWrite(rel, old, new); err != nil {
+		if t.letta != nil {
+			return t.letta.refused(shown, err, new)
+		}
 		if errors.Is(err, blocks.ErrReadOnlyKey) {
 			return toolErr("%s: the read_only key in front matter can only be changed by the operator", shown)
 		}
@@ -199,7 +227,9 @@ type change struct {
 // apply writes the changes, commits them as one commit, and undoes them
 // all when any step fails. Every step acts through t.wt: a folder on the
 // way swapped for a link makes the kernel refuse the step (undo included).
-func (t *call) apply(changes []change, message string) error {
+// It returns the commit's id ("" when nothing differed from HEAD, or no
+// Commit is set).
+func (t *call) apply(changes []change, message string) (string, error) {
 	done := make([]change, 0, len(changes))
 	undo := func() {
 		for i := len(done) - 1; i >= 0; i-- {
@@ -228,11 +258,11 @@ func (t *call) apply(changes []change, message string) error {
 			undo()
 			if refusedOnWay(err) {
 				if perr := t.checkParents(c.rel); perr != nil {
-					return perr // a file there now: say so
+					return "", perr // a file there now: say so
 				}
-				return errViaSymlink
+				return "", errViaSymlink
 			}
-			return fmt.Errorf("write %s: %w", c.rel, err)
+			return "", fmt.Errorf("write %s: %w", c.rel, err)
 		}
 		done = append(done, c)
 	}
@@ -240,20 +270,19 @@ func (t *call) apply(changes []change, message string) error {
 	for _, c := range changes {
 		paths = append(paths, c.rel)
 	}
-	if t.Commit != nil {
-		if err := t.Commit(paths, message); err != nil {
-			undo()
-			var refused *blocks.RefusedError
-			if errors.As(err, &refused) {
-				if errors.Is(refused, blocks.ErrReadOnlyKey) {
-					return toolErr("%s: the read_only key in front matter can only be changed by the operator", display(refused.Path))
-				}
-				return toolErr("%s is read-only and cannot be modified", display(refused.Path))
-			}
-			return fmt.Errorf("commit: %w (the write was undone)", err)
-		}
+	if t.Commit == nil {
+		return "", nil
 	}
-	return nil
+	id, err := t.Commit(paths, message)
+	if err != nil {
+		undo()
+		var refused *blocks.RefusedError
+		if errors.As(err, &refused) {
+			return "", t.refusal(refused.Path, refused.Err)
+		}
+		return "", fmt.Errorf("commit: %w (the write was undone)", err)
+	}
+	return id, nil
 }
 
 // removeEmptyParents removes the folders above rel that are left empty; a

@@ -40,12 +40,15 @@ func newEnv(t *testing.T) *env {
 	if _, err := r.CommitWrite([]string{blocks.PersonaPath, blocks.HumanPath}, "init"); err != nil {
 		t.Fatal(err)
 	}
-	tool := &memtool.Tool{Dir: dir, Secrets: memtool.DefaultSecretPatterns(), Commit: func(paths []string, msg string) error {
-		_, err := r.CommitWrite(paths, msg)
+	tool := &memtool.Tool{Dir: dir, Secrets: memtool.DefaultSecretPatterns(), Commit: func(paths []string, msg string) (string, error) {
+		h, err := r.CommitWrite(paths, msg)
 		if errors.Is(err, gitmem.ErrNothingToCommit) {
-			return nil
+			return "", nil
 		}
-		return err
+		if err != nil {
+			return "", err
+		}
+		return h.String(), nil
 	}}
 	return &env{t: t, dir: dir, repo: r, tool: tool}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -17,11 +18,16 @@ import (
 )
 
 func newMemoryCmd(g *globals) *cobra.Command {
-	var id, key string
+	var id, key, dialectName, tool string
 	cmd := &cobra.Command{
-		Use:   "memory --agent ID < input.json",
+		Use:   "memory --agent ID [--dialect letta-code] [--tool memory_apply_patch] < input.json",
 		Short: "One memory-tool call: JSON input on stdin, result text on stdout",
-		Long: "One memory-tool call (memory_20250818): JSON input on stdin, result text on stdout.\n" +
+		Long: "One memory-tool call: JSON input on stdin, result text on stdout.\n" +
+			"Dialects: Anthropic's memory_20250818 (the default) and letta-code's memory and\n" +
+			"memory_apply_patch tools (--dialect letta-code, or \"dialect\": \"letta-code\" in the\n" +
+			"input; --tool memory_apply_patch, or \"tool\", for the patch tool). Without a\n" +
+			"dialect, a call using letta-code's field names (file_path, old_string, input, ...)\n" +
+			"is taken as letta-code's.\n" +
 			"Goes through the daemon when one runs, directly otherwise. Exit 0 ok, 1 tool error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,9 +38,24 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read stdin: %w", err)
 			}
-			in, err := memtool.Decode(data)
+			dialect, err := memtool.ParseDialect(dialectName)
+			if err != nil {
+				return fmt.Errorf("flag --dialect: %w", err)
+			}
+			in, err := memtool.DecodeCall(data, dialect, tool)
 			if err != nil {
 				return err
+			}
+			q := url.Values{}
+			if dialect != "" {
+				q.Set("dialect", string(dialect))
+			}
+			if tool != "" {
+				q.Set("tool", tool)
+			}
+			route := "/v1/agents/" + id + "/memory"
+			if len(q) > 0 {
+				route += "?" + q.Encode()
 			}
 			var header http.Header
 			if cmd.Flags().Changed("idempotency-key") || key != "" {
@@ -45,7 +66,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			}
 			var res memtool.Result
 			c := g.agentClient(id, 0)
-			code, err := c.doWith("POST", "/v1/agents/"+id+"/memory", header, bytes.NewReader(data), &res)
+			code, err := c.doWith("POST", route, header, bytes.NewReader(data), &res)
 			var unreachable errUnreachable
 			switch {
 			// Directly only when the request was never sent (no daemon), or
@@ -66,13 +87,15 @@ func newMemoryCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
+	cmd.Flags().StringVar(&dialectName, "dialect", "", "the input's dialect: anthropic (memory_20250818, the default) or letta-code (env MEMFSD_DIALECT)")
+	cmd.Flags().StringVar(&tool, "tool", "", "letta-code's tool: memory (the default) or memory_apply_patch (env MEMFSD_TOOL)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "apply this call at most once, also when retried after a lost answer or a restart (a harness passes the tool_use id) (env MEMFSD_IDEMPOTENCY_KEY)")
 	return cmd
 }
 
 // runMemoryDirect runs the call on the folder itself (no daemon): the
 // commit is made now, the push at the next sync or turn.
-func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input, key string) (memtool.Result, error) {
+func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Call, key string) (memtool.Result, error) {
 	cfg, err := g.config()
 	if err != nil {
 		return memtool.Result{}, err
@@ -82,7 +105,7 @@ func runMemoryDirect(cmd *cobra.Command, g *globals, id string, in memtool.Input
 		return memtool.Result{}, err
 	}
 	defer a.Close(context.Background())
-	return a.RunMemory(in, key)
+	return a.RunCall(in, key)
 }
 
 func newRemindersCmd(g *globals) *cobra.Command {
