@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 )
 
@@ -165,4 +166,42 @@ func ReadOnlyFlag(content []byte) bool {
 // add, remove or change it.
 func readOnlyValue(content []byte) string {
 	return strings.ToLower(strings.Join(Parse(content).values("read_only"), "\n"))
+}
+
+// ErrFrontMatterBroken is returned for a write that leaves a file's front
+// matter unparseable where the version before parsed (SPEC §8): the keys
+// in it (limit, read_only, description) would silently stop applying.
+var ErrFrontMatterBroken = errors.New("the write breaks the file's front matter")
+
+// FrontMatterParses reports whether content has front matter that parses:
+// an opening and a closing "---" line, and between them only key: value
+// lines, their indented (or "- " list) continuations, comments and blank
+// lines.
+func FrontMatterParses(content []byte) bool {
+	fm := Parse(content)
+	if !fm.Present {
+		return false
+	}
+	for _, l := range fm.Lines {
+		t := strings.TrimRight(l, "\r")
+		switch {
+		case strings.TrimSpace(t) == "", strings.HasPrefix(t, "#"),
+			strings.HasPrefix(t, " "), strings.HasPrefix(t, "\t"), strings.HasPrefix(t, "- "):
+			continue
+		}
+		k, _, ok := keyValue(t)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\"'") {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckFrontMatter refuses replacing old with new (nil: absent; a deletion
+// is never refused) when old's front matter parses and new's does not.
+func CheckFrontMatter(old, new []byte) error {
+	if old == nil || new == nil || !FrontMatterParses(old) || FrontMatterParses(new) {
+		return nil
+	}
+	return ErrFrontMatterBroken
 }

@@ -174,3 +174,33 @@ func TestDefaults(t *testing.T) {
 		t.Fatal("Defaults shares its map")
 	}
 }
+
+func TestCheckFrontMatter(t *testing.T) {
+	good := []byte("---\ndescription: notes\nlimit: 100\n---\nbody\n")
+	for _, c := range []struct {
+		name     string
+		old, new string
+		refused  bool
+	}{
+		{"body edit", string(good), "---\ndescription: notes\nlimit: 100\n---\nbody and more\n", false},
+		{"insert at line 1 (inside the front matter)", string(good), "---\n" + strings.Repeat("x", 150) + "\ndescription: notes\nlimit: 100\n---\nbody\n", true},
+		{"closing fence removed", string(good), "---\ndescription: notes\nlimit: 100\nbody\n", true},
+		{"front matter removed", string(good), "body\n", true},
+		{"key changed", string(good), "---\ndescription: other\nlimit: 100\n---\nbody\n", false},
+		{"list and comment", string(good), "---\ndescription: notes\n# a comment\ntags:\n  - a\n- b\n---\nbody\n", false},
+		{"none before", "body\n", "still none\n", false},
+		{"broken before", "---\nnot a key\n---\nbody\n", "---\nstill not\n---\n", false},
+	} {
+		var old []byte
+		if c.old != "" {
+			old = []byte(c.old)
+		}
+		err := blocks.CheckFrontMatter(old, []byte(c.new))
+		if (err != nil) != c.refused {
+			t.Errorf("%s: err = %v, want refused %v", c.name, err, c.refused)
+		}
+	}
+	if blocks.CheckFrontMatter(good, nil) != nil {
+		t.Error("a deletion refused")
+	}
+}

@@ -202,6 +202,14 @@ func (t *call) checkWrite(rel, shown string, old, new []byte) error {
 		}
 		return toolErr("%s is read-only and cannot be modified", shown)
 	}
+	// Front matter that parses must still parse: else its limit (and a
+	// read_only) would silently stop applying (SPEC §8).
+	if err := blocks.CheckFrontMatter(old, new); err != nil {
+		if t.letta != nil {
+			return lettaErr("%s: %s: the edit would break the file's frontmatter (the --- block at its top); keep its key: value lines and write below the closing ---", t.letta.prefix, shown)
+		}
+		return toolErr("%s: the edit would break the file's front matter (the --- block at its top); keep its key: value lines intact and write below the closing ---", shown)
+	}
 	if err := blocks.CheckLimit(old, new); err != nil {
 		return toolErr("%s", err.Error())
 	}
