@@ -122,7 +122,8 @@ func toolGuard(b *gitmem.Batch, patterns []memtool.SecretPattern) ([]gitmem.Verd
 }
 
 // checkAgainstHead judges an agent's change of one path against HEAD's
-// version (blocks.CheckAgentWrite): refused is why it may not be made.
+// version, bytes and mode (blocks.CheckAgentChange): refused is why it may
+// not be made.
 func checkAgainstHead(v gitmem.PathView) (refused, err error) {
 	if !blocks.MayBeReadOnly(v.Path) {
 		return nil, nil
@@ -135,5 +136,5 @@ func checkAgainstHead(v gitmem.PathView) (refused, err error) {
 	if v.Kind != gitmem.ChangeDelete && work == nil {
 		work = []byte{}
 	}
-	return blocks.CheckAgentWrite(v.Path, old, work), nil
+	return blocks.CheckAgentChange(v.Path, old, uint32(v.HeadMode()), work, uint32(v.Mode)), nil
 }

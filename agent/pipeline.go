@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
@@ -218,13 +220,15 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (i
 		if err != nil {
 			return plan, err
 		}
-		if blocks.CheckAgentWrite(f.Path, theirs, mine) == nil {
+		if blocks.CheckAgentChange(f.Path, theirs, uint32(f.RemoteMode()), mine, uint32(f.LocalMode())) == nil {
 			continue
 		}
 		if approved == nil {
 			approved = a.readApproved()
 		}
-		if f.InLocal && slices.Contains(approved[f.Path], f.LocalHash().String()) {
+		// The operator's block set writes a regular file: an approval is
+		// for those bytes in that mode only.
+		if f.InLocal && f.LocalMode() == filemode.Regular && slices.Contains(approved[f.Path], f.LocalHash().String()) {
 			continue // the operator's own change
 		}
 		plan.ReadOnly = append(plan.ReadOnly, f.Path)

@@ -49,6 +49,18 @@ func CheckAgentWrite(rel string, old, new []byte) error {
 	return nil
 }
 
+// CheckAgentChange is CheckAgentWrite that also compares the file modes
+// git records (0o100644 regular, 0o100755 executable, 0o120000 symbolic
+// link; 0 when absent): a read-only block stays what it is, so a link
+// whose target text equals the content, or the same bytes made
+// executable, is a change too.
+func CheckAgentChange(rel string, old []byte, oldMode uint32, new []byte, newMode uint32) error {
+	if old != nil && new != nil && oldMode != newMode && IsReadOnly(rel, old) {
+		return ErrReadOnly
+	}
+	return CheckAgentWrite(rel, old, new)
+}
+
 // Errors of CheckAgentWrite.
 var (
 	ErrReadOnly    = fmt.Errorf("read-only block")

@@ -111,3 +111,33 @@ func TestCheckAgentWrite(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckAgentChange_Modes(t *testing.T) {
+	const (
+		regular = 0o100644
+		exec    = 0o100755
+		link    = 0o120000
+		roTrue  = "---\nread_only: true\n---\nbody\n"
+		plain   = "---\ndescription: d\n---\nbody\n"
+	)
+	for _, tc := range []struct {
+		name             string
+		rel, content     string
+		oldMode, newMode uint32
+		want             error
+	}{
+		{"PersonaBecomesLink", blocks.PersonaPath, blocks.DefaultPersona, regular, link, blocks.ErrReadOnly},
+		{"PersonaBecomesExecutable", blocks.PersonaPath, blocks.DefaultPersona, regular, exec, blocks.ErrReadOnly},
+		{"FlaggedBecomesLink", "notes/p.md", roTrue, regular, link, blocks.ErrReadOnly},
+		{"PersonaSameMode", blocks.PersonaPath, blocks.DefaultPersona, regular, regular, nil},
+		{"NoteBecomesLink", "notes/a.md", plain, regular, link, nil},
+		{"TextBecomesExecutable", "run.sh", "echo\n", regular, exec, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := []byte(tc.content)
+			if err := blocks.CheckAgentChange(tc.rel, c, tc.oldMode, c, tc.newMode); !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
+				t.Fatalf("CheckAgentChange(%q, %o → %o) = %v, want %v", tc.rel, tc.oldMode, tc.newMode, err, tc.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/worktree"
@@ -38,8 +39,9 @@ func (r *Repo) CommitWrite(paths []string, message string) (plumbing.Hash, error
 // Data is exactly what will be hashed if the path is committed.
 type PathView struct {
 	Path   string
-	Kind   string // ChangeCreate, ChangeUpdate or ChangeDelete
-	Data   []byte // the work tree's bytes (nil for a delete)
+	Kind   string            // ChangeCreate, ChangeUpdate or ChangeDelete
+	Data   []byte            // the work tree's bytes (nil for a delete)
+	Mode   filemode.FileMode // the work tree's mode: regular, executable or link (zero for a delete)
 	InHead bool
 	entry  object.TreeEntry
 	objs   *objectStore
@@ -55,6 +57,14 @@ func (v PathView) Head() ([]byte, error) {
 		data = []byte{}
 	}
 	return data, err
+}
+
+// HeadMode is HEAD's file mode of the path (zero when it is not in HEAD).
+func (v PathView) HeadMode() filemode.FileMode {
+	if !v.InHead {
+		return 0
+	}
+	return v.entry.Mode
 }
 
 // Verdict is what a commit guard decides for one changed path.
@@ -220,13 +230,13 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		case f == nil:
 			v.Kind = ChangeDelete
 		case !inHead:
-			v.Kind, v.Data = ChangeCreate, f.data
+			v.Kind, v.Data, v.Mode = ChangeCreate, f.data, f.mode
 		case blobHash(f.data) == e.Hash && f.mode == e.Mode:
 			ix.set(p, e.Hash, e.Mode, f.st) // unchanged: refresh the stat
 			touched[p] = true
 			continue
 		default:
-			v.Kind, v.Data = ChangeUpdate, f.data
+			v.Kind, v.Data, v.Mode = ChangeUpdate, f.data, f.mode
 		}
 		states[p] = f
 		batch.Views = append(batch.Views, v)

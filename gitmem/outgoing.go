@@ -31,6 +31,12 @@ func (f OutgoingFile) Local() ([]byte, error) { return f.read(f.InLocal, f.local
 // LocalHash is the blob id of the local version (zero when absent).
 func (f OutgoingFile) LocalHash() plumbing.Hash { return f.local.Hash }
 
+// RemoteMode is the remote tip's file mode (zero when absent there).
+func (f OutgoingFile) RemoteMode() filemode.FileMode { return f.remote.Mode }
+
+// LocalMode is the local tip's file mode (zero when absent there).
+func (f OutgoingFile) LocalMode() filemode.FileMode { return f.local.Mode }
+
 func (f OutgoingFile) read(ok bool, e object.TreeEntry) ([]byte, error) {
 	if !ok {
 		return nil, nil
