@@ -73,6 +73,9 @@ type Agent struct {
 	// writeMu serialises the pipeline's commits with memory-tool calls and
 	// operator block changes (local steps only, never the network).
 	writeMu sync.Mutex
+	// approvalsMu serialises reading and rewriting the block-set
+	// approvals (block set adds, the outgoing check ends them).
+	approvalsMu sync.Mutex
 	// skipMu serialises updates of the skipped-paths record.
 	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
@@ -90,8 +88,13 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("block set %s: %w (if the agent put a link on the way, remove it and set the block again)", name, err)
 	}
-	// Recorded before the commit: a push racing it must already know.
-	if err := a.approve(rel, plumbing.ComputeHash(plumbing.BlobObject, content).String()); err != nil {
+	// Recorded before the commit: a push racing it must already know. The
+	// approval is bound to the remote tip this change is made against.
+	base, err := repo.RemoteHead()
+	if err != nil {
+		return "", fmt.Errorf("block set %s: read the remote tip: %w", name, err)
+	}
+	if err := a.approveBlock(rel, content, base); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	_, err = repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)

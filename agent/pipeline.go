@@ -190,15 +190,22 @@ func (a *Agent) updateHeld(held, committed []string) error {
 }
 
 // outgoingGuard is the outgoing range check (SPEC §8), before every push:
-// a read-only block must equal the remote's version and no front matter may
-// gain or lose read_only, unless the operator set exactly that content
-// (block set, recorded outside the memory folder); and a range whose net
+// a read-only block must equal the remote's version (bytes and mode) and no
+// front matter may gain or lose read_only, unless the operator set exactly
+// that content (block set, recorded outside the memory folder) against a
+// remote on which nobody changed the path since; and a range whose net
 // effect deletes more than half of the remote's files (at least
 // MassDeleteMin) is held until the operator accepts it or restores the
 // files, for exactly that local tip. Whatever route made the change — a
 // shell's git commit included — it is put back or held.
-func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (int, error)) (gitmem.OutgoingPlan, error) {
+func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remote gitmem.OutgoingRemote) (gitmem.OutgoingPlan, error) {
 	var plan gitmem.OutgoingPlan
+	// Read first, for every push: it also ends the approvals whose content
+	// reached the remote or was superseded there.
+	blocksApproved, err := a.liveBlockApprovals(remote)
+	if err != nil {
+		return plan, err
+	}
 	var approved map[string][]string
 	var deleted []string
 	created := 0
@@ -223,12 +230,9 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (i
 		if blocks.CheckAgentChange(f.Path, theirs, uint32(f.RemoteMode()), mine, uint32(f.LocalMode())) == nil {
 			continue
 		}
-		if approved == nil {
-			approved = a.readApproved()
-		}
 		// The operator's block set writes a regular file: an approval is
 		// for those bytes in that mode only.
-		if f.InLocal && f.LocalMode() == filemode.Regular && slices.Contains(approved[f.Path], f.LocalHash().String()) {
+		if f.InLocal && f.LocalMode() == filemode.Regular && blocksApproved[f.Path] == f.LocalHash().String() {
 			continue // the operator's own change
 		}
 		plan.ReadOnly = append(plan.ReadOnly, f.Path)
@@ -236,7 +240,7 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remoteFiles func() (i
 	if len(deleted) == 0 {
 		return plan, a.writeHeldPush(heldRemote{})
 	}
-	tracked, err := remoteFiles()
+	tracked, err := remote.Files()
 	if err != nil {
 		return plan, err
 	}

@@ -251,13 +251,10 @@ func writeRecord(p string, data []byte) error {
 }
 
 // operatorFile, outside the memory folder (the agent's shell reaches the
-// folder and its .git, not this), lists the blob ids the operator set each
-// read-only path to: the outgoing check lets exactly those through.
+// folder and its .git, not this), lists the operator's accept and restore
+// decisions, each bound to one tip. (Block-set approvals are in
+// blocksFile; entries of paths an older memfsd wrote here are ignored.)
 const operatorFile = "operator-approved.json"
-
-// operatorKeep bounds the ids kept per path: the latest block set only, so
-// the agent cannot bring back an older version the operator once set.
-const operatorKeep = 1
 
 // decisionsKeep bounds the accept/restore decisions kept per kind.
 const decisionsKeep = 20
@@ -266,7 +263,7 @@ func (a *Agent) operatorPath() string {
 	return filepath.Join(a.cfg.Home, "agents", a.ID, operatorFile)
 }
 
-// readApproved reads the operator's record: path → blob ids.
+// readApproved reads the operator's record: decision kind → keys.
 func (a *Agent) readApproved() map[string][]string {
 	out := map[string][]string{}
 	data, err := os.ReadFile(a.operatorPath())
@@ -276,21 +273,18 @@ func (a *Agent) readApproved() map[string][]string {
 	return out
 }
 
-// approve records that the operator set rel to the blob id.
-func (a *Agent) approve(rel, id string) error {
+// approve records an operator decision of kind (approvePushAccept, ...)
+// keyed by id (decisionKey).
+func (a *Agent) approve(kind, id string) error {
 	rec := a.readApproved()
-	keep := operatorKeep
-	if strings.Contains(rel, ":") {
-		keep = decisionsKeep // an accept/restore decision, not a block's content
+	ids := append(slices.DeleteFunc(rec[kind], func(x string) bool { return x == id }), id)
+	if len(ids) > decisionsKeep {
+		ids = ids[len(ids)-decisionsKeep:]
 	}
-	ids := append(slices.DeleteFunc(rec[rel], func(x string) bool { return x == id }), id)
-	if len(ids) > keep {
-		ids = ids[len(ids)-keep:]
-	}
-	rec[rel] = ids
+	rec[kind] = ids
 	data, _ := json.Marshal(rec)
 	if err := writeRecord(a.operatorPath(), data); err != nil {
-		return fmt.Errorf("record operator change of %s: %w", rel, err)
+		return fmt.Errorf("record operator decision %s: %w", kind, err)
 	}
 	return nil
 }

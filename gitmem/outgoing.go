@@ -59,15 +59,82 @@ type OutgoingPlan struct {
 	Readd []string
 }
 
+// OutgoingRemote is the remote tip a push starts from (the old value of
+// its compare-and-swap), as the outgoing check sees it.
+type OutgoingRemote struct {
+	Tip  plumbing.Hash
+	r    *Repo
+	tree plumbing.Hash
+}
+
+// Files counts the files at the remote tip.
+func (o OutgoingRemote) Files() (int, error) {
+	if err := o.r.flattenCommit(o.Tip, map[string]object.TreeEntry{}); err != nil {
+		return 0, err
+	}
+	return len(o.r.flat), nil
+}
+
+// Entry is path's blob id and mode at the remote tip (zero when absent).
+func (o OutgoingRemote) Entry(path string) (plumbing.Hash, filemode.FileMode, error) {
+	e, ok, err := o.r.objs.entryAt(o.tree, path)
+	if err != nil || !ok {
+		return plumbing.ZeroHash, 0, err
+	}
+	return e.Hash, e.Mode, nil
+}
+
+// Unchanged reports whether base is the remote tip or an ancestor of it
+// and every commit since base has path as base had it (same blob id and
+// mode, or absent alike): nobody changed path on the remote since base,
+// not even to change it back. A base unknown here (a replaced history)
+// is false.
+func (o OutgoingRemote) Unchanged(base plumbing.Hash, path string) (bool, error) {
+	if base == o.Tip {
+		return true, nil
+	}
+	if base.IsZero() || !o.r.objs.has(base) {
+		return false, nil
+	}
+	commits, err := o.r.commitsSince(o.Tip, base)
+	if errors.Is(err, ErrNonFastForward) || errors.Is(err, ErrUnrelatedHistory) {
+		return false, nil // base is not an ancestor of the tip
+	}
+	if err != nil {
+		return false, err
+	}
+	entry := func(c plumbing.Hash) (object.TreeEntry, error) {
+		tree, err := o.r.objs.commitTree(c)
+		if err != nil {
+			return object.TreeEntry{}, err
+		}
+		e, _, err := o.r.objs.entryAt(tree, path)
+		return e, err
+	}
+	want, err := entry(base)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range commits {
+		got, err := entry(c)
+		if err != nil {
+			return false, err
+		}
+		if got.Hash != want.Hash || got.Mode != want.Mode {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // ErrPushHeld is wrapped by an outgoing check that refuses the whole push
 // (a wholesale deletion no operator has decided on).
 var ErrPushHeld = errors.New("push held")
 
 // OutgoingCheck judges what a push would change on the remote (SPEC §8:
-// the outgoing range check); remoteFiles counts the files at the remote
-// tip. An error wrapping ErrPushHeld holds the push. It runs under the
-// repo's lock.
-type OutgoingCheck func(files []OutgoingFile, remoteFiles func() (int, error)) (OutgoingPlan, error)
+// the outgoing range check); remote is the tip the push starts from. An
+// error wrapping ErrPushHeld holds the push. It runs under the repo's lock.
+type OutgoingCheck func(files []OutgoingFile, remote OutgoingRemote) (OutgoingPlan, error)
 
 // checkOutgoing runs opts.Outgoing over the range remote..local (their
 // trees' difference: O(change)) and commits, on top of local, one
@@ -99,12 +166,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			remote: d.From, local: d.To, objs: r.objs}
 		byPath[d.Path] = files[i]
 	}
-	plan, err := r.opts.Outgoing(files, func() (int, error) {
-		if err := r.flattenCommit(remote, map[string]object.TreeEntry{}); err != nil {
-			return 0, err
-		}
-		return len(r.flat), nil
-	})
+	plan, err := r.opts.Outgoing(files, OutgoingRemote{Tip: remote, r: r, tree: remoteTree})
 	restore := plan.ReadOnly
 	if err != nil || (len(restore) == 0 && len(plan.Readd) == 0) {
 		return local, nil, err
