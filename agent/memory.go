@@ -63,6 +63,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 
 // SetBlock is the operator's way to change a read-only block: it writes
 // content to the block and commits it (the push follows at the next sync).
+// Content without front matter keeps HEAD's (SPEC §8): it becomes the body.
 func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	var rel string
 	switch name {
@@ -79,9 +80,17 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	head, _, err := repo.HeadFile(rel)
+	if err != nil {
+		return "", fmt.Errorf("block set %s: read HEAD's version for its front matter: %w", name, err)
+	}
+	content, kept := blocks.KeepFrontMatter(head, content)
+	if kept {
+		a.log.Info("block set without front matter: HEAD's front matter kept", "path", rel)
+	}
 	// Through the held-open folder: a system/ the agent swapped for a link
 	// is refused, never written through.
-	err := a.withTree(func(wt *worktree.Dir) error {
+	err = a.withTree(func(wt *worktree.Dir) error {
 		_, err := wt.WriteFile(rel, content, worktree.Regular, !a.cfg.NoFsync)
 		return err
 	})

@@ -150,6 +150,23 @@ func (fm FrontMatter) Format() []byte {
 	return b.Bytes()
 }
 
+// KeepFrontMatter is what an operator's block set of content writes over
+// head (the block's current version): content as given when it has front
+// matter of its own; else head's front matter (description, read_only,
+// limit, ...) with all of content as the body, so a plain text file does
+// not silently drop them. kept says head's front matter was used.
+func KeepFrontMatter(head, content []byte) (out []byte, kept bool) {
+	if Parse(content).Present {
+		return content, false
+	}
+	fm := Parse(head)
+	if !fm.Present {
+		return content, false
+	}
+	fm.Body = content
+	return fm.Format(), true
+}
+
 // ReadOnlyFlag reports whether content's front matter says read_only: true
 // (on any read_only line, if the key is duplicated).
 func ReadOnlyFlag(content []byte) bool {

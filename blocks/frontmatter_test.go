@@ -204,3 +204,25 @@ func TestCheckFrontMatter(t *testing.T) {
 		t.Error("a deletion refused")
 	}
 }
+
+func TestKeepFrontMatter(t *testing.T) {
+	const head = "---\ndescription: who I am\nread_only: true\nlimit: 500\n---\nold body\n"
+	for _, tc := range []struct {
+		name, head, content, want string
+		kept                      bool
+	}{
+		{"PlainTextGetsHeadsFrontMatter", head, "new body\n", "---\ndescription: who I am\nread_only: true\nlimit: 500\n---\nnew body\n", true},
+		{"OwnFrontMatterWins", head, "---\ndescription: new\n---\nnew body\n", "---\ndescription: new\n---\nnew body\n", false},
+		{"UnclosedFenceIsBody", head, "---\nnot front matter\n", "---\ndescription: who I am\nread_only: true\nlimit: 500\n---\n---\nnot front matter\n", true},
+		{"HeadWithoutFrontMatter", "old body\n", "new body\n", "new body\n", false},
+		{"NoHead", "", "new body\n", "new body\n", false},
+		{"CRLFHead", "---\r\ndescription: d\r\n---\r\nold\r\n", "new\r\n", "---\r\ndescription: d\r\n---\r\nnew\r\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, kept := blocks.KeepFrontMatter([]byte(tc.head), []byte(tc.content))
+			if string(got) != tc.want || kept != tc.kept {
+				t.Fatalf("KeepFrontMatter = %q, %v; want %q, %v", got, kept, tc.want, tc.kept)
+			}
+		})
+	}
+}
