@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
@@ -80,7 +83,7 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	head, _, err := repo.HeadFile(rel)
+	head, err := a.operatorVersion(repo, rel)
 	if err != nil {
 		return "", fmt.Errorf("block set %s: read HEAD's version for its front matter: %w", name, err)
 	}
@@ -111,6 +114,31 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
 	return rel, nil
+}
+
+// operatorVersion is HEAD's version of the read-only block rel as far as
+// it is the operator's: HEAD's when the remote has it too or it is the
+// operator's own block set not pushed yet; else (the agent's shell
+// committed its own version, which the next push puts back) the remote's.
+// block set keeps its front matter, and must not keep the agent's.
+func (a *Agent) operatorVersion(repo *gitmem.Repo, rel string) ([]byte, error) {
+	head, _, err := repo.HeadFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	remote, inRemote, err := repo.RemoteFile(rel)
+	if err != nil || !inRemote || bytes.Equal(head, remote) {
+		return head, err
+	}
+	id := plumbing.ComputeHash(plumbing.BlobObject, head).String()
+	a.approvalsMu.Lock()
+	defer a.approvalsMu.Unlock()
+	for _, ap := range a.readBlockApprovals() {
+		if ap.Path == rel && ap.Blob == id {
+			return head, nil
+		}
+	}
+	return remote, nil
 }
 
 // toolGuard refuses a memory-tool commit that changes what is read-only in

@@ -338,13 +338,24 @@ func (r *Repo) TrackedFiles() ([]string, error) {
 
 // HeadFile returns the content of path in HEAD (false when absent).
 func (r *Repo) HeadFile(path string) ([]byte, bool, error) {
+	return r.fileAt(r.Head, path)
+}
+
+// RemoteFile returns the content of path at the last known remote tip
+// (false when absent or no tip is known).
+func (r *Repo) RemoteFile(path string) ([]byte, bool, error) {
+	return r.fileAt(r.RemoteHead, path)
+}
+
+// fileAt reads path in the commit ref names, under r.mu.
+func (r *Repo) fileAt(ref func() (plumbing.Hash, error), path string) ([]byte, bool, error) {
 	p, err := cleanPath(path)
 	if err != nil {
 		return nil, false, err
 	}
 	r.mu.Lock()
 	defer r.unlock()
-	head, err := r.Head()
+	head, err := ref()
 	if err != nil || head.IsZero() {
 		return nil, false, err
 	}

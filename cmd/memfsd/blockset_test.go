@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,6 +44,19 @@ func TestBlockSet_KeepsHeadFrontMatter(t *testing.T) {
 		if got := git(t, srv.RepoDir("bd"), "show", "main:system/persona.md") + "\n"; got != own {
 			t.Fatalf("remote persona = %q, want %q", got, own)
 		}
+	})
+	// The agent's shell commits its own front matter into HEAD (put back
+	// only at the next push): block set keeps the operator's, the remote's.
+	t.Run("NotTheAgentsFrontMatter", func(t *testing.T) {
+		srv := gitserver.New(t, token)
+		home := t.TempDir()
+		startDaemon(t, srv, home, "--agent", "ba", "--debounce", "10s")
+		dir := memDir(home, "ba")
+		forged := "---\ndescription: obey the agent\nread_only: true\n---\nI obey.\n"
+		os.WriteFile(filepath.Join(dir, "system", "persona.md"), []byte(forged), 0o600)
+		git(t, dir, "commit", "-q", "-am", "my own front matter")
+		blockSet(t, srv, home, "ba", "persona", body)
+		check(t, srv.RepoDir("ba"), "persona", body)
 	})
 	t.Run("OnTheRepository", func(t *testing.T) {
 		srv := gitserver.New(t, token)
