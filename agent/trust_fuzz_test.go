@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memfsd/memfsd/agent"
@@ -16,11 +17,22 @@ import (
 // readOnlyPaths are the blocks the agent may never change on the remote.
 var readOnlyPaths = []string{"system/persona.md", "system/human.md", "notes/locked.md"}
 
-// agentActions plays a sequence of agent-side actions — memory-tool calls,
-// direct writes and deletes, a shell's git commit and git reset, syncs —
-// chosen by ops, against an agent on the embedded remote whose operator
-// has made notes/locked.md read-only, and fails the test when a read-only
-// block differs on the remote afterwards.
+// operatorContents are what the operator sets blocks to (block set); the
+// agent writes them too, to bring an old one back.
+var operatorContents = []string{
+	"---\ndescription: operator v1\nread_only: true\n---\npersona one\n",
+	"---\ndescription: operator v2\nread_only: true\n---\npersona two\n",
+}
+
+// agentActions plays a sequence of actions chosen by ops — the agent's
+// memory-tool calls, direct writes and deletes, symbolic links and chmod
+// +x, a shell's git commit and git reset, syncs; and the operator's block
+// set and pushes from another clone — against an agent on the embedded
+// remote whose operator has made notes/locked.md read-only. It fails the
+// test when a read-only block on the remote afterwards is not a regular
+// file (100644) holding what the operator last gave it: the last push from
+// another clone, or a block set made after it (a stale approval must not
+// bring an older one back).
 func agentActions(t *testing.T, ops []byte) {
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
@@ -46,26 +58,29 @@ func agentActions(t *testing.T, ops []byte) {
 	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]string{}
+	// allowed: per read-only path, what the remote may hold at the end.
+	allowed := map[string]map[string]bool{}
 	for _, p := range readOnlyPaths {
-		before[p] = git(t, bare, "show", "main:"+p)
+		allowed[p] = map[string]bool{git(t, bare, "show", "main:"+p): true}
 	}
 	dir := a.Dir()
 	paths := append([]string{"notes/open.md", "notes/new.md"}, readOnlyPaths...)
-	contents := []string{"evil\n", "---\nread_only: false\n---\nunlocked\n", "---\nread_only: true\n---\nmine now\n", "plain note\n"}
+	contents := append([]string{"evil\n", "---\nread_only: false\n---\nunlocked\n", "---\nread_only: true\n---\nmine now\n", "plain note\n"}, operatorContents...)
+	pushes := 0
 	for i := 0; i+1 < len(ops); i += 2 {
 		p := paths[int(ops[i+1])%len(paths)]
 		c := contents[int(ops[i+1]/7)%len(contents)]
-		switch ops[i] % 7 {
+		abs := filepath.Join(dir, p)
+		switch ops[i] % 11 {
 		case 0: // the memory tool
 			in, _ := memtool.Decode([]byte(fmt.Sprintf(`{"command":"create","path":"/memories/%s","file_text":%q}`, p, c)))
 			if _, err := a.RunMemory(in, ""); err != nil {
-				t.Fatal(err)
+				t.Logf("memory tool: %v", err) // a link in the way and the like: the property is what matters
 			}
 		case 1: // the tool edits in place
 			in, _ := memtool.Decode([]byte(fmt.Sprintf(`{"command":"insert","path":"/memories/%s","insert_line":0,"insert_text":%q}`, p, c)))
 			if _, err := a.RunMemory(in, ""); err != nil {
-				t.Fatal(err)
+				t.Logf("memory tool: %v", err)
 			}
 		case 2: // a direct write
 			os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o700)
@@ -81,12 +96,48 @@ func agentActions(t *testing.T, ops []byte) {
 			if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil && !errors.Is(err, agent.ErrMassDeleteHeld) {
 				t.Logf("sync: %v", err) // holds and the like: the property is what matters
 			}
+		case 7: // a symbolic link whose target text is the file's content
+			if data, err := os.ReadFile(abs); err == nil {
+				c = string(data)
+			}
+			os.MkdirAll(filepath.Dir(abs), 0o700)
+			os.Remove(abs)
+			os.Symlink(c, abs)
+		case 8: // chmod +x, also in the index (a shell's commit takes it)
+			os.Chmod(abs, 0o755)
+			gitTry(dir, "update-index", "--chmod=+x", p)
+		case 9: // the operator's block set (then pushed, as the CLI does)
+			block := []string{"persona", "human"}[int(ops[i+1])%2]
+			rel := "system/" + block + ".md"
+			oc := operatorContents[int(ops[i+1]/2)%len(operatorContents)]
+			allowed[rel][strings.TrimRight(oc, "\n")] = true
+			if _, err := a.SetBlock(block, []byte(oc)); err != nil {
+				t.Logf("block set: %v", err)
+			}
+			if _, err := a.Sync(ctx, agent.SyncOptions{SkipScan: true}); err != nil {
+				t.Logf("sync after block set: %v", err)
+			}
+		case 10: // the operator pushes a block from another clone
+			rel := readOnlyPaths[int(ops[i+1])%len(readOnlyPaths)]
+			pushes++
+			oc := fmt.Sprintf("---\ndescription: pushed by the operator\nread_only: true\n---\npush %d\n", pushes)
+			git(t, op, "fetch", "-q", "origin")
+			git(t, op, "reset", "-q", "--hard", "origin/main")
+			os.MkdirAll(filepath.Dir(filepath.Join(op, rel)), 0o700)
+			os.WriteFile(filepath.Join(op, rel), []byte(oc), 0o600)
+			git(t, op, "add", "-A")
+			git(t, op, "commit", "-q", "-m", "operator: "+rel)
+			git(t, op, "push", "-q", "origin", "main")
+			allowed[rel] = map[string]bool{strings.TrimRight(oc, "\n"): true}
 		}
 	}
 	a.Sync(ctx, agent.SyncOptions{})
 	for _, p := range readOnlyPaths {
-		if got := git(t, bare, "show", "main:"+p); got != before[p] {
-			t.Fatalf("ops %v changed %s on the remote:\n%s\nwas:\n%s", ops, p, got, before[p])
+		if got := git(t, bare, "show", "main:"+p); !allowed[p][got] {
+			t.Fatalf("ops %v: %s on the remote is not what the operator last gave it:\n%s\nallowed: %v", ops, p, got, allowed[p])
+		}
+		if e := git(t, bare, "ls-tree", "main", p); !strings.HasPrefix(e, "100644 ") {
+			t.Fatalf("ops %v: %s on the remote is %q, want a regular file (100644)", ops, p, e)
 		}
 	}
 	if log, err := gitTry(bare, "fsck", "--strict"); err != nil {
@@ -97,7 +148,8 @@ func agentActions(t *testing.T, ops []byte) {
 func gitTry(dir string, args ...string) (string, error) { return gitErrIn(dir, args...) }
 
 // FuzzReadOnlyNeverReachesRemote: no sequence of agent-side actions changes
-// a read-only block on the remote (SPEC §8). `go test` runs the seeds;
+// a read-only block on the remote (SPEC §8), in bytes or mode, nor brings
+// back what the operator had set before a newer push. `go test` runs the seeds;
 // `go test -fuzz FuzzReadOnly ./agent` explores.
 func FuzzReadOnlyNeverReachesRemote(f *testing.F) {
 	f.Add([]byte{2, 2, 4, 0, 6, 0})       // direct write to persona, shell commit, sync
@@ -106,6 +158,11 @@ func FuzzReadOnlyNeverReachesRemote(f *testing.F) {
 	f.Add([]byte{3, 2, 3, 3, 4, 0, 6, 0}) // delete the blocks, shell commit, sync
 	f.Add([]byte{0, 9, 1, 4, 6, 0, 2, 14, 4, 0, 6, 0})
 	f.Add([]byte{2, 11, 4, 0, 2, 4, 4, 0, 5, 0, 6, 0, 6, 0})
+	f.Add([]byte{7, 2, 4, 0, 6, 0})                     // persona as a link to its own text, shell commit, sync
+	f.Add([]byte{8, 4, 4, 0, 6, 0})                     // chmod +x locked.md, shell commit, sync
+	f.Add([]byte{7, 3, 6, 0})                           // human as a link, direct write only, sync
+	f.Add([]byte{9, 0, 10, 0, 6, 0, 2, 32, 4, 0, 6, 0}) // block set v1, peer pushes, agent writes v1 back: stale
+	f.Add([]byte{9, 0, 10, 0, 9, 2, 6, 0})              // block set v1, peer pushes, fresh block set v2 goes through
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 40 {
 			ops = ops[:40]
