@@ -176,5 +176,13 @@ func checkAgainstHead(v gitmem.PathView) (refused, err error) {
 	if v.Kind != gitmem.ChangeDelete && work == nil {
 		work = []byte{}
 	}
-	return blocks.CheckAgentChange(v.Path, old, uint32(v.HeadMode()), work, uint32(v.Mode)), nil
+	if refused := blocks.CheckAgentChange(v.Path, old, uint32(v.HeadMode()), work, uint32(v.Mode)); refused != nil {
+		return refused, nil
+	}
+	// Front matter that parses at HEAD must still parse (SPEC §8): else its
+	// limit, or a read_only, silently stops applying.
+	if v.Kind != gitmem.ChangeDelete {
+		return blocks.CheckFrontMatter(old, work), nil
+	}
+	return nil, nil
 }

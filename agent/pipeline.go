@@ -64,10 +64,11 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	defer a.writeMu.Unlock()
 	secrets := map[string]string{}             // path → pattern, filled by the guard
 	limits := map[string]reminders.LimitOver{} // files committed over their limit
+	broken := map[string]bool{}                // front matter broken, held
 	res, err := repo.Commit(gitmem.CommitRequest{
 		Paths:   paths,
 		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets, limits),
+		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets, limits, broken),
 		Keep:    a.keepRejected,
 	})
 	a.repackSoon(repo)
@@ -86,7 +87,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	var deletes []string
 	for _, p := range res.Held {
-		if _, ok := secrets[p]; !ok {
+		if _, ok := secrets[p]; !ok && !broken[p] {
 			deletes = append(deletes, p)
 		}
 	}
@@ -100,6 +101,12 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	if lerr := a.updateLimits(limits, res.Committed); lerr != nil && err == nil {
 		err = lerr
 	}
+	if ferr := a.updateFrontMatterHeld(broken, res.Committed); ferr != nil && err == nil {
+		err = ferr
+	}
+	for p := range broken {
+		a.log.Warn("a direct write breaks the file's front matter: not committed", "path", p)
+	}
 	for p, pattern := range secrets {
 		a.log.Warn("a direct write looks like it holds a credential: not committed", "path", p, "pattern", pattern)
 	}
@@ -111,14 +118,22 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 
 // directWriteGuard is the pipeline's judgement of direct writes: read-only
 // blocks (and any change of read_only) are restored, text that looks like a
-// credential is held uncommitted (named in secrets), a mass deletion held.
-func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string, limits map[string]reminders.LimitOver) gitmem.Guard {
+// credential is held uncommitted (named in secrets), so is a write that
+// breaks front matter that parsed at HEAD (named in broken), a mass
+// deletion held.
+func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
 	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
 		for i, v := range b.Views {
 			if refused, err := checkAgainstHead(v); err != nil {
 				return nil, err
+			} else if errors.Is(refused, blocks.ErrFrontMatterBroken) {
+				// The agent's own file, its front matter broken: held with
+				// a reminder until it parses again, not undone.
+				verdicts[i] = gitmem.Hold
+				broken[v.Path] = true
+				continue
 			} else if refused != nil {
 				verdicts[i] = gitmem.Restore
 				continue

@@ -68,6 +68,9 @@ type Status struct {
 	// SecretHeld are direct writes not committed because they look like
 	// they hold a credential.
 	SecretHeld []reminders.SecretHold `json:"secret_held,omitempty"`
+	// FrontMatterHeld are direct writes not committed because they broke
+	// front matter that parsed at HEAD.
+	FrontMatterHeld []string `json:"frontmatter_held,omitempty"`
 	// HeldRemoteDeletes are files an incoming update would delete; the
 	// update is not applied until an operator decides.
 	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
@@ -153,6 +156,7 @@ func (a *Agent) Status(scan bool) Status {
 			st.HeldDeletes = append(a.heldDeletes(repo), a.readHeldPush().Paths...)
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
+			st.FrontMatterHeld = a.frontMatterHeld()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths
 			st.LimitExceeded = a.limitsExceeded()
 		}
@@ -287,6 +291,7 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		HeldDeletes:       st.HeldDeletes,
 		Backups:           st.Backups,
 		SecretHeld:        st.SecretHeld,
+		FrontMatterHeld:   st.FrontMatterHeld,
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
 		LimitExceeded:     st.LimitExceeded,
 		PathSkipped:       st.PathSkipped,

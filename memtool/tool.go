@@ -85,6 +85,13 @@ type call struct {
 // refusal is the answer to a write the commit's guard refused at rel
 // (blocks.ErrReadOnly or blocks.ErrReadOnlyKey).
 func (t *call) refusal(rel string, err error) error {
+	if errors.Is(err, blocks.ErrFrontMatterBroken) {
+		// Judged against HEAD by the commit's guard (SPEC §8).
+		if t.letta != nil {
+			return lettaErr("%s: %s: the edit would break the file's frontmatter (the --- block at its top); keep its key: value lines and write below the closing ---", t.letta.prefix, rel)
+		}
+		return toolErr("%s: the edit would break the file's front matter (the --- block at its top); keep its key: value lines intact and write below the closing ---", display(rel))
+	}
 	if t.letta != nil {
 		return t.letta.refused(rel, err, nil)
 	}
@@ -201,14 +208,6 @@ func (t *call) checkWrite(rel, shown string, old, new []byte) error {
 			return toolErr("%s: the read_only key in front matter can only be changed by the operator", shown)
 		}
 		return toolErr("%s is read-only and cannot be modified", shown)
-	}
-	// Front matter that parses must still parse: else its limit (and a
-	// read_only) would silently stop applying (SPEC §8).
-	if err := blocks.CheckFrontMatter(old, new); err != nil {
-		if t.letta != nil {
-			return lettaErr("%s: %s: the edit would break the file's frontmatter (the --- block at its top); keep its key: value lines and write below the closing ---", t.letta.prefix, shown)
-		}
-		return toolErr("%s: the edit would break the file's front matter (the --- block at its top); keep its key: value lines intact and write below the closing ---", shown)
 	}
 	if err := blocks.CheckLimit(old, new); err != nil {
 		return toolErr("%s", err.Error())

@@ -349,27 +349,3 @@ func TestTool_SecretAcrossTwoEdits(t *testing.T) {
 	e.expect(`{"command":"str_replace","path":"/memories/k.md","old_str":"abc","new_str":"defghijklmnopqrstuvwxyz0123"}`,
 		"Refused: the text looks like a credential (OpenAI-style key (sk-)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
 }
-
-// TestTool_FrontMatterMustStillParse: an insert at line 1 of a block with
-// `limit: 100` put 150 characters inside the front matter: it no longer
-// parsed, so the limit stopped applying, and the write was accepted. A
-// write that leaves front matter unparseable where it parsed is refused
-// (and commits nothing); a body edit is not.
-func TestTool_FrontMatterMustStillParse(t *testing.T) {
-	e := newEnv(t)
-	e.expect(`{"command":"create","path":"/memories/notes/lim.md","file_text":"---\ndescription: capped\nlimit: 100\n---\nshort body\n"}`,
-		"File created successfully at: /memories/notes/lim.md", false)
-	before := e.commits()
-	broken := "/memories/notes/lim.md: the edit would break the file's front matter (the --- block at its top); keep its key: value lines intact and write below the closing ---"
-	e.expect(`{"command":"insert","path":"/memories/notes/lim.md","insert_line":1,"insert_text":"`+strings.Repeat("x", 150)+`"}`, broken, true)
-	e.expect(`{"command":"str_replace","path":"/memories/notes/lim.md","old_str":"limit: 100\n---\n","new_str":"limit: 100\n"}`, broken, true)
-	if e.commits() != before {
-		t.Fatalf("a refused write committed (%d -> %d)", before, e.commits())
-	}
-	if data, _ := os.ReadFile(filepath.Join(e.dir, "notes", "lim.md")); string(data) != "---\ndescription: capped\nlimit: 100\n---\nshort body\n" {
-		t.Fatalf("file changed: %q", data)
-	}
-	if res := e.run(`{"command":"str_replace","path":"/memories/notes/lim.md","old_str":"short body","new_str":"a longer body"}`); res.IsError {
-		t.Fatalf("a body edit refused: %s", res.Content)
-	}
-}

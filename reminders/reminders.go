@@ -18,6 +18,7 @@ const (
 	KindMassDeleteHeld   = "mass_delete_held"
 	KindRemoteDeleteHeld = "remote_delete_held"
 	KindSecretHeld       = "secret_held"
+	KindFrontMatterHeld  = "frontmatter_held"
 	KindLimitExceeded    = "limit_exceeded"
 	KindPathSkipped      = "path_skipped"
 )
@@ -45,6 +46,9 @@ type State struct {
 	// SecretHeld are files not committed because they look like they hold
 	// a credential, with the pattern each matched.
 	SecretHeld []SecretHold
+	// FrontMatterHeld are files not committed because a write broke their
+	// front matter.
+	FrontMatterHeld []string
 	// HeldRemoteDeletes are files an incoming update would delete.
 	HeldRemoteDeletes []string
 	// LimitExceeded are files whose body is over their front matter's limit.
@@ -141,6 +145,12 @@ func Build(st State, now time.Time) []Reminder {
 		})
 		out = append(out, Reminder{KindSecretHeld, fmt.Sprintf(
 			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
+			files)})
+	}
+	if len(st.FrontMatterHeld) > 0 {
+		files := listEach(len(st.FrontMatterHeld), 5, func(i int) string { return memPath(st.FrontMatterHeld[i]) })
+		out = append(out, Reminder{KindFrontMatterHeld, fmt.Sprintf(
+			"Not saved: your write to %s broke the front matter at the top of the file (the lines between the two --- lines must stay key: value lines), so its settings would stop applying. Put the front matter back as it was and write below the closing ---; the file is committed as soon as its front matter parses again.",
 			files)})
 	}
 	if len(st.LimitExceeded) > 0 {
