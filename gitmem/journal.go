@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/memfsd/memfsd/worktree"
+	"golang.org/x/sys/unix"
 )
 
 // replaceJournal records each in-place replace (see replaceWorkFile) before
@@ -24,9 +24,14 @@ import (
 // fsynced; after a power loss the work tree is what the filesystem kept,
 // as for any program's files.
 type replaceJournal struct {
-	path string
-	f    *os.File
+	wt *worktree.Dir // the work tree: the journal lives in its .git
+	f  *os.File
 }
+
+// journalRel is the journal, relative to the work tree: inside the .git
+// the agent's shell reaches, so it is opened through the work tree's
+// descriptor, never through a link, never a FIFO.
+const journalRel = ".git/memfsd/replacing"
 
 type journalEntry struct {
 	Path string `json:"path"`
@@ -34,17 +39,23 @@ type journalEntry struct {
 	New  []byte `json:"new"`
 }
 
-func newReplaceJournal(gitDir string) *replaceJournal {
-	return &replaceJournal{path: filepath.Join(gitDir, "memfsd", "replacing")}
-}
+func newReplaceJournal() *replaceJournal { return &replaceJournal{} }
 
 // record notes that rel, holding old, is about to be overwritten with new.
+// The journal holds only the write in progress (cleared once it is done),
+// so what a crash leaves is exactly the write it cut short.
 func (j *replaceJournal) record(rel string, old, new []byte) error {
 	if j.f == nil {
-		if err := os.MkdirAll(filepath.Dir(j.path), 0o700); err != nil {
-			return fmt.Errorf("journal: %w", err)
+		if j.wt == nil {
+			return errors.New("journal: no work tree")
 		}
-		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := j.wt.OpenFile(journalRel, os.O_RDWR|os.O_CREATE, 0o600)
+		if errors.Is(err, worktree.ErrNotFile) || errors.Is(err, unix.ELOOP) {
+			// A link, FIFO or such put at its name (the agent's shell
+			// reaches .git): removed (the name itself), then made anew.
+			_ = j.wt.Remove(journalRel)
+			f, err = j.wt.OpenFile(journalRel, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
@@ -54,46 +65,61 @@ func (j *replaceJournal) record(rel string, old, new []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := j.f.Write(append(line, '\n')); err != nil {
+	if err := j.f.Truncate(0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if _, err := j.f.WriteAt(append(line, '\n'), 0); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
 }
 
-// done removes the journal: every write it recorded finished.
+// written notes that the write last recorded is whole.
+func (j *replaceJournal) written() {
+	if j.f != nil {
+		_ = j.f.Truncate(0)
+	}
+}
+
+// done removes the journal at the end of a section under r.mu.
 func (j *replaceJournal) done() {
 	if j.f == nil {
 		return
 	}
 	j.f.Close()
 	j.f = nil
-	os.Remove(j.path)
+	if j.wt != nil {
+		_ = j.wt.Remove(journalRel)
+	}
 }
 
-// recoverTorn finishes the in-place writes a killed memfsd left half done
-// and removes the journal; it returns the paths it repaired. A file that
-// holds anything other than a mix of the recorded old and new versions
-// (the agent wrote it since) is left alone.
-func (r *Repo) recoverTorn() ([]string, error) {
-	data, err := os.ReadFile(r.journal.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// recoverTorn finishes the in-place write a killed memfsd left half done
+// and removes the journal; it returns the paths it repaired. It runs only
+// when no other memfsd process uses the repo (a live daemon's journal is
+// its own). A file that holds anything other than a mix of the recorded
+// old and new versions (the agent wrote it since) is left alone; a
+// journal that cannot be read is reported and removed, never fatal.
+func (r *Repo) recoverTorn() []string {
+	if !r.soleOwner {
+		return nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", r.journal.path, err)
+	f, err := r.wt.Read(journalRel)
+	if err != nil || f == nil {
+		if err != nil {
+			r.log.Warn("the replace journal is not a plain file; removed", "err", err)
+			_ = r.wt.Remove(journalRel)
+		}
+		return nil
 	}
 	var fixed []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(bytes.NewReader(f.Data))
 	sc.Buffer(nil, 1<<30)
 	for sc.Scan() {
 		var e journalEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // the line being written when memfsd died: its write had not begun
 		}
-		if _, err := cleanPath(e.Path); err != nil {
-			continue
-		}
-		if r.symlinkedParent(e.Path) != "" {
+		if _, err := cleanPath(e.Path); err != nil || r.symlinkedParent(e.Path) != "" {
 			continue
 		}
 		cur, err := r.readDisplacedAt(e.Path)
@@ -103,13 +129,14 @@ func (r *Repo) recoverTorn() ([]string, error) {
 		if _, _, _, err := r.replaceWorkFile(e.Path, func(now displaced) ([]byte, filemode.FileMode, bool) {
 			return e.New, now.mode, now.existed && bytes.Equal(now.data, cur.data)
 		}); err != nil {
-			return fixed, err
+			r.log.Warn("could not finish a replace a crash cut short", "path", e.Path, "err", err)
+			continue
 		}
 		fixed = append(fixed, e.Path)
 	}
 	r.journal.done()
-	os.Remove(r.journal.path)
-	return fixed, nil
+	_ = r.wt.Remove(journalRel)
+	return fixed
 }
 
 // torn reports whether cur is what an in-place write of new over old leaves

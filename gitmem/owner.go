@@ -25,6 +25,7 @@ func (r *Repo) claim() error {
 		return err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		r.soleOwner = true
 		r.clearDeadLocks()
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {

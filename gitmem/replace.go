@@ -163,6 +163,7 @@ func (r *Repo) replaceLeased(l *worktree.Leased, rel string, decide decideFunc) 
 	if err != nil {
 		return cur, false, nil, fmt.Errorf("write %s: %w", rel, err)
 	}
+	r.journal.written()
 	if !r.sameFile(rel, st) {
 		// The agent renamed its own file over the name meanwhile: ours went
 		// to the file it replaced, and the agent's stands (committed next).

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
@@ -130,9 +132,30 @@ func TestOpen_FinishesATornReplace(t *testing.T) {
 		lines = append(append(lines, b...), '\n')
 	}
 	lines = append(lines, []byte(`{"path":"half`)...) // the record being written
+	journal := filepath.Join(r.Dir, filepath.FromSlash(journalRel))
 	os.MkdirAll(filepath.Join(r.GitDir, "memfsd"), 0o700)
-	os.WriteFile(r.journal.path, lines, 0o600)
+	os.WriteFile(journal, lines, 0o600)
 	r.Close()
+
+	// Another memfsd process using the repo (a live daemon): its journal
+	// is its own, not a crash's, and is left alone. (A second Repo in this
+	// process holds the shared claim the same way.)
+	live, err := Open(r.Dir, r.Remote, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(journal, lines, 0o600) // live opened first: sole owner, it recovered; write it again
+	os.WriteFile(filepath.Join(r.Dir, "torn.md"), []byte(new+old[len(new):]), 0o600)
+	second, err := Open(r.Dir, r.Remote, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(r.Dir, "torn.md")); string(got) != new+old[len(new):] {
+		t.Fatalf("a second user of the repo recovered the live journal: torn.md = %q", got)
+	}
+	second.Close()
+	live.Close()
+
 	r2, err := Open(r.Dir, r.Remote, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +167,7 @@ func TestOpen_FinishesATornReplace(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(r.Dir, "agent.md")); string(got) != "the agent's own\n" {
 		t.Fatalf("agent.md = %q", got)
 	}
-	if _, err := os.Stat(r.journal.path); !os.IsNotExist(err) {
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
 		t.Fatalf("journal left: %v", err)
 	}
 }
@@ -188,4 +211,51 @@ func TestReplace_BusyFilesShareOneWait(t *testing.T) {
 		t.Fatalf("%d busy files took %s: each waited on its own", n, took)
 	}
 	t.Logf("%d busy files replaced in %s", n, took)
+}
+
+// TestJournal_NeverThroughALink: the journal lives in the .git the agent's
+// shell reaches; a link (or a FIFO) the agent puts at its name is never
+// written through (or blocked on), and Open still works.
+func TestJournal_NeverThroughALink(t *testing.T) {
+	r := newTestRepo(t)
+	outside := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(outside, []byte("outside\n"), 0o600)
+	os.MkdirAll(filepath.Join(r.GitDir, "memfsd"), 0o700)
+	journal := filepath.Join(r.Dir, filepath.FromSlash(journalRel))
+	if err := os.Symlink(outside, journal); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(r.Dir, "f.md"), []byte("old\n"), 0o600)
+	_, _, _, err := r.replaceWorkFile("f.md", func(displaced) ([]byte, filemode.FileMode, bool) {
+		return []byte("new\n"), filemode.Regular, true
+	})
+	if err != nil {
+		t.Fatalf("a link at the journal's name stopped the replace: %v", err)
+	}
+	r.journal.done()
+	if got, _ := os.ReadFile(outside); string(got) != "outside\n" {
+		t.Fatalf("the journal wrote through the link: %q", got)
+	}
+	// A FIFO at the journal's name: Open does not block on it.
+	os.Remove(journal)
+	if err := unix.Mkfifo(journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	done := make(chan error, 1)
+	go func() {
+		r2, err := Open(r.Dir, r.Remote, Options{})
+		if err == nil {
+			r2.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("open with a FIFO journal: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Open blocked on a FIFO at the journal's name")
+	}
 }

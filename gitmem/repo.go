@@ -94,6 +94,7 @@ type Repo struct {
 	bg        *background // a repack and its goroutines: Close waits
 	owner     *os.File    // shared flock: see claim
 	journal   *replaceJournal
+	soleOwner bool          // no other memfsd process used the repo when it was claimed
 	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
 	// leaseWaited is how long this section under mu waited for leases.
 	leaseWaited time.Duration
@@ -136,6 +137,7 @@ func (r *Repo) openTree() error {
 		return err
 	}
 	r.wt = wt
+	r.journal.wt = wt
 	return nil
 }
 
@@ -171,9 +173,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	clearFetchLeftovers(gitDir, staleFetchAge)
 	clearWriteKeeps(gitDir)
 	r.probeLeases()
-	if fixed, err := r.recoverTorn(); err != nil {
-		return nil, fmt.Errorf("open %s: finish the writes a crash cut short: %w", dir, err)
-	} else if len(fixed) > 0 {
+	if fixed := r.recoverTorn(); len(fixed) > 0 {
 		r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
 	}
 	r.objs.watch()
@@ -206,7 +206,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		spares:  sp,
 		bg:      newBackground(),
 		log:     opts.Logger,
-		journal: newReplaceJournal(gitDir),
+		journal: newReplaceJournal(),
 	}
 }
 

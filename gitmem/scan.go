@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -79,9 +78,30 @@ func (r *Repo) scanWork() (WorkScan, error) {
 	if err != nil {
 		return sc, err
 	}
+	// .gitignore files are read as the walk reaches them, through the work
+	// tree's descriptor (a link or FIFO named .gitignore is not followed or
+	// waited on); a folder's patterns apply below it only (their domain).
+	var patterns []gitignore.Pattern
 	var ignore gitignore.Matcher
-	if ps, err := gitignore.ReadPatterns(osfs.New(r.Dir), nil); err == nil && len(ps) > 0 {
-		ignore = gitignore.NewMatcher(ps)
+	readIgnore := func(dir string) {
+		rel := ".gitignore"
+		var domain []string
+		if dir != "" {
+			rel = dir + "/.gitignore"
+			domain = strings.Split(dir, "/")
+		}
+		f, err := r.wt.Read(rel)
+		if err != nil || f == nil || f.Mode == worktree.Symlink {
+			return
+		}
+		for _, line := range strings.Split(string(f.Data), "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+				continue
+			}
+			patterns = append(patterns, gitignore.ParsePattern(line, domain))
+		}
+		ignore = gitignore.NewMatcher(patterns)
 	}
 	var dirty []DirtyPath
 	var stale []string
@@ -97,6 +117,11 @@ func (r *Repo) scanWork() (WorkScan, error) {
 				return nil // gone, or a link now: nothing of the tree below
 			}
 			return err
+		}
+		for _, e := range entries {
+			if e.Name == ".gitignore" && !e.IsDir() && !e.IsLink() {
+				readIgnore(dir)
+			}
 		}
 		for _, e := range entries {
 			rel := e.Name

@@ -334,6 +334,11 @@ func (d *Dir) Remove(rel string) error {
 // Lease takes a write lease on the work file rel (see Lease).
 func (d *Dir) Lease(rel string, wait time.Duration) (*Leased, error) {
 	fd, err := openAt(d.fd, rel, unix.O_RDWR|unix.O_NONBLOCK)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		// Not writable for memfsd (the agent's chmod 0444): replaced by
+		// the exchange, which needs no write permission on the file.
+		return nil, fmt.Errorf("%s: %w: %v", rel, ErrNotOwner, err)
+	}
 	if errors.Is(err, unix.EAGAIN) {
 		// Another process holds a lease on it (O_NONBLOCK: not waiting).
 		return nil, fmt.Errorf("%s: %w: %v", rel, ErrBusy, err)
@@ -549,4 +554,25 @@ func (d *Dir) RemoveDir(rel string) error {
 		return &os.PathError{Op: "rmdir", Path: rel, Err: err}
 	}
 	return nil
+}
+
+// OpenFile opens the regular file rel beneath d with flags (O_NOFOLLOW,
+// O_NONBLOCK and O_CLOEXEC added; with O_CREAT, perm for a new file):
+// never through a link, never a FIFO or device (ErrNotFile).
+func (d *Dir) OpenFile(rel string, flags int, perm uint32) (*os.File, error) {
+	pfd, name, err := d.openParent(rel, flags&unix.O_CREAT != 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.Openat(pfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s: %w", rel, ErrNotFile)
+	}
+	return os.NewFile(uintptr(fd), rel), nil
 }

@@ -14,7 +14,9 @@ package worktree
 // its bytes) or opens after it, on the file at the name, holding the new
 // version: no write lands on a file that has left the folder. A writer
 // that renames a temporary file over the name replaces the inode memfsd
-// holds; the caller sees that (StillAt) and leaves the agent's file alone.
+// holds; the caller sees that (the name no longer holds its inode) and
+// leaves the agent's file alone. A file with a second hard link is not
+// leased (ErrNotFile): writing in place would change the other name too.
 
 import (
 	"errors"
@@ -75,6 +77,12 @@ func leaseFd(fd int, rel string, wait time.Duration) (*Leased, error) {
 	if l.stat.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s: %w", rel, ErrNotFile)
+	}
+	if l.stat.Nlink != 1 {
+		// Another name (maybe outside the folder) shares the inode: an
+		// in-place write would change it too. The exchange breaks the link.
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w (%d links)", rel, ErrNotFile, l.stat.Nlink)
 	}
 	deadline := time.Now().Add(wait)
 	pause := 200 * time.Microsecond
@@ -164,16 +172,6 @@ func (l *Leased) Write(data []byte, exec bool) (*syscall.Stat_t, error) {
 		return nil, err
 	}
 	return l.Stat(), nil
-}
-
-// StillAt reports whether rel below root still names the leased file (a
-// writer's rename can put another file there at any moment).
-func (l *Leased) StillAt(root, rel string) bool {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(filepath.Join(root, filepath.FromSlash(rel)), &st); err != nil {
-		return false
-	}
-	return st.Dev == l.stat.Dev && st.Ino == l.stat.Ino
 }
 
 // BreakPending reports whether another process is waiting to open the
