@@ -87,30 +87,39 @@ func TestBudget_ToolRefusedDirectWriteReminded(t *testing.T) {
 	}
 
 	head := git(t, dir, "rev-parse", "HEAD")
-	big := strings.Repeat("x", 599) + "\n" // 150 tokens
-	out, isErr := p.memory("bu", `{"command":"create","path":"/memories/system/big.md","file_text":"`+strings.TrimSuffix(big, "\n")+`\n"}`)
-	want := fmt.Sprintf("Refused: the pinned memory (the files under /memories/system/, always in your context) would be about %d tokens, over its budget of %d (it is %d now).", base+150, limit, base)
+	// Front matter on every pinned file: letta-code's rules want it there.
+	fm := "---\ndescription: filler for the budget test\n---\n"
+	tok := func(s string) int { return (len(s) + 3) / 4 }
+	create := func(path, text string) (string, bool) {
+		in, _ := json.Marshal(map[string]string{"command": "create", "path": "/memories/" + path, "file_text": text})
+		return p.memory("bu", string(in))
+	}
+	big := fm + strings.Repeat("x", 600) + "\n"
+	out, isErr := create("system/big.md", big)
+	want := fmt.Sprintf("Refused: the pinned memory (the files under /memories/system/, always in your context) would be about %d tokens, over its budget of %d (it is %d now).", base+tok(big), limit, base)
 	if !isErr || !strings.HasPrefix(out, want) {
 		t.Fatalf("create past the budget: %v %q\nwant %q", isErr, out, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "system", "big.md")); !os.IsNotExist(err) || git(t, dir, "rev-parse", "HEAD") != head {
 		t.Fatalf("a refused write left a file (%v) or a commit", err)
 	}
-	if out, isErr := p.memory("bu", `{"command":"create","path":"/memories/notes/big.md","file_text":"`+strings.TrimSuffix(big, "\n")+`\n"}`); isErr {
+	if out, isErr := create("notes/big.md", big); isErr {
 		t.Fatalf("create outside system/: %q", out)
 	}
-	if out, isErr := p.memory("bu", `{"command":"create","path":"/memories/system/small.md","file_text":"0123456789012345678901234567890123456789\n"}`); isErr {
-		t.Fatalf("create within the budget: %q", out) // 41 bytes: 11 tokens
+	small := fm + "a few words\n"
+	if out, isErr := create("system/small.md", small); isErr {
+		t.Fatalf("create within the budget: %q", out)
 	}
-	if got := p.budget("bu").Tokens; got != base+11 {
-		t.Fatalf("tokens after small.md = %d, want %d", got, base+11)
+	if got := p.budget("bu").Tokens; got != base+tok(small) {
+		t.Fatalf("tokens after small.md = %d, want %d", got, base+tok(small))
 	}
 	if p.reminders("bu").has("budget_exceeded") {
 		t.Fatal("budget_exceeded within the budget")
 	}
 
 	// A direct write past it: committed, and the agent is told.
-	os.WriteFile(filepath.Join(dir, "system", "huge.md"), []byte(strings.Repeat("y", 1999)+"\n"), 0o600)
+	huge := fm + strings.Repeat("y", 2000) + "\n"
+	os.WriteFile(filepath.Join(dir, "system", "huge.md"), []byte(huge), 0o600)
 	waitFor(t, 10*time.Second, "direct write committed", func() bool {
 		return strings.Contains(git(t, dir, "log", "-1", "--format=%s"), "system/huge.md")
 	})
@@ -118,22 +127,30 @@ func TestBudget_ToolRefusedDirectWriteReminded(t *testing.T) {
 		Budget budgetAnswer `json:"budget"`
 	}
 	p.get("/v1/agents/bu/status", &st)
-	if st.Budget.Tokens != base+11+500 || st.Budget.Files[0].Path != "system/huge.md" || st.Budget.Files[0].Tokens != 500 {
-		t.Fatalf("status budget: %+v", st.Budget)
+	over := base + tok(small) + tok(huge)
+	if st.Budget.Tokens != over || st.Budget.Files[0].Path != "system/huge.md" || st.Budget.Files[0].Tokens != tok(huge) {
+		t.Fatalf("status budget: %+v, want %d tokens", st.Budget, over)
 	}
 	r := p.reminders("bu")
-	if !r.has("budget_exceeded") || !strings.Contains(r.Text, fmt.Sprintf("about %d tokens, over its budget of %d", base+511, limit)) || !strings.Contains(r.Text, "/memories/system/huge.md (500)") {
+	if !r.has("budget_exceeded") || !strings.Contains(r.Text, fmt.Sprintf("about %d tokens, over its budget of %d", over, limit)) ||
+		!strings.Contains(r.Text, fmt.Sprintf("/memories/system/huge.md (%d)", tok(huge))) {
 		t.Fatalf("reminders: %s", r.Text)
 	}
 	// Over budget: adding is refused, shrinking is not.
-	if out, isErr := p.memory("bu", `{"command":"insert","path":"/memories/system/small.md","insert_line":1,"insert_text":"more"}`); !isErr || !strings.HasPrefix(out, "Refused: the pinned memory") {
+	if out, isErr := p.memory("bu", `{"command":"insert","path":"/memories/system/small.md","insert_line":4,"insert_text":"more"}`); !isErr || !strings.HasPrefix(out, "Refused: the pinned memory") {
 		t.Fatalf("adding while over: %v %q", isErr, out)
 	}
-	if out, isErr := p.memory("bu", `{"command":"str_replace","path":"/memories/system/huge.md","old_str":"`+strings.Repeat("y", 1999)+`","new_str":"short"}`); isErr {
+	if out, isErr := p.memory("bu", `{"command":"str_replace","path":"/memories/system/huge.md","old_str":"`+strings.Repeat("y", 2000)+`","new_str":"short"}`); isErr {
 		t.Fatalf("shrinking while over: %q", out)
 	}
 	if r := p.reminders("bu"); r.has("budget_exceeded") {
 		t.Fatalf("budget_exceeded after shrinking: %s", r.Text)
+	}
+	// letta-code's tool dialect is held to the same budget.
+	p.adminCall("PUT", "/v1/agents/bu/budget", fmt.Sprintf(`{"tokens": %d}`, p.budget("bu").Tokens+5), &b)
+	in, _ := json.Marshal(map[string]string{"dialect": "letta-code", "command": "create", "reason": "grow", "file_path": "system/letta.md", "description": "d", "file_text": big})
+	if out, isErr := p.memory("bu", string(in)); !isErr || !strings.HasPrefix(out, "Refused: the pinned memory") {
+		t.Fatalf("letta-code create past the budget: %v %q", isErr, out)
 	}
 
 	// The policy file is the operator's.
