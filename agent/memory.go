@@ -50,7 +50,17 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 				Paths:   paths,
 				One:     true,
 				Message: func(gitmem.PathView) string { return message },
-				Guard:   func(b *gitmem.Batch) ([]gitmem.Verdict, error) { return toolGuard(b, secrets) },
+				Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+					verdicts, err := toolGuard(b, secrets)
+					if err == nil {
+						err = a.checkBudget(b) // under the same lock: nothing slips in between
+					}
+					var over *BudgetError
+					if errors.As(err, &over) {
+						err = &memtool.Refusal{Text: over.Error()}
+					}
+					return verdicts, err
+				},
 			})
 			a.repackSoon(repo)
 			if err != nil {

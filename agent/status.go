@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/budget"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
@@ -79,7 +80,10 @@ type Status struct {
 	// PathSkipped are paths in the folder git cannot track (a .git below
 	// the root, in any case, ...): never committed; the rest is.
 	PathSkipped []reminders.PathSkip `json:"path_skipped,omitempty"`
-	Ready       bool                 `json:"ready"`
+	// Budget is the pinned memory's tokens against its budget (status
+	// with a scan only: the agents' list leaves it out).
+	Budget *Budget `json:"budget,omitempty"`
+	Ready  bool    `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -159,6 +163,11 @@ func (a *Agent) Status(scan bool) Status {
 			st.FrontMatterHeld = a.frontMatterHeld()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths
 			st.LimitExceeded = a.limitsExceeded()
+			if scan {
+				if b, err := a.Budget(); err == nil {
+					st.Budget = &b
+				}
+			}
 		}
 	}
 	st.State = stateOf(st, broken)
@@ -295,6 +304,9 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
 		LimitExceeded:     st.LimitExceeded,
 		PathSkipped:       st.PathSkipped,
+	}
+	if b := st.Budget; b != nil && b.Over() {
+		rs.BudgetExceeded = &reminders.BudgetOver{Tokens: b.Tokens, Limit: b.Limit, V2: b.Layout == budget.LayoutV2, Files: b.Files}
 	}
 	if st.LastError != nil {
 		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/memfsd/memfsd/budget"
 )
 
 // IsReadOnlyPath reports whether rel (relative to the memory folder) is one
-// of the fixed read-only blocks.
+// of the fixed read-only blocks, or the budget's policy file (the
+// operator's, like them).
 func IsReadOnlyPath(rel string) bool {
 	rel = path.Clean(strings.TrimPrefix(rel, "/"))
-	return rel == PersonaPath || rel == HumanPath
+	return rel == PersonaPath || rel == HumanPath || rel == budget.PolicyPath
 }
 
 // IsReadOnly reports whether the file at rel with content is read-only for

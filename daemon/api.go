@@ -86,6 +86,8 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, a.Turn(r.Context().Done(), wait))
 	}))
 	d.memoryRoutes(mux)
+	d.historyRoutes(mux)
+	d.budgetRoutes(mux)
 }
 
 // withAgent resolves {id}: 403 for another agent's id on an agent's own

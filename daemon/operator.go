@@ -16,6 +16,7 @@ var operatorPatterns = []string{
 	"PUT /v1/agents/{id}",
 	"PUT /v1/agents/{id}/blocks/{name}",
 	"POST /v1/agents/{id}/accept",
+	"PUT /v1/agents/{id}/budget",
 }
 
 // operatorRoutes are the operator's: start managing an agent, change a
@@ -77,6 +78,7 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 		tr := a.Turn(r.Context().Done(), DefaultTurnWait)
 		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "turn": tr})
 	}))
+	mux.HandleFunc("PUT /v1/agents/{id}/budget", d.withAgent(putBudget))
 	mux.HandleFunc("POST /v1/agents/{id}/accept", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		var opts agent.AcceptOptions
 		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))

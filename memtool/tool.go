@@ -107,6 +107,12 @@ func (e *toolError) Error() string { return e.msg }
 
 func toolErr(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
 
+// Refusal is a Commit hook's refusal of a write: the write is undone and
+// Text is the tool's answer (an error the agent reads, not memfsd's failure).
+type Refusal struct{ Text string }
+
+func (e *Refusal) Error() string { return e.Text }
+
 // Decode parses a tool call; unknown fields are refused, so a typo in a
 // field name is an error, not a silent no-op.
 func Decode(data []byte) (Input, error) {
@@ -286,6 +292,10 @@ func (t *call) apply(changes []change, message string) (string, error) {
 		var refused *blocks.RefusedError
 		if errors.As(err, &refused) {
 			return "", t.refusal(refused.Path, refused.Err)
+		}
+		var refusal *Refusal
+		if errors.As(err, &refusal) {
+			return "", toolErr("%s", refusal.Text)
 		}
 		return "", fmt.Errorf("commit: %w (the write was undone)", err)
 	}

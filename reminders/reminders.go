@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/memfsd/memfsd/budget"
 )
 
 // Kinds of reminders (SPEC §6).
@@ -21,6 +23,7 @@ const (
 	KindFrontMatterHeld  = "frontmatter_held"
 	KindLimitExceeded    = "limit_exceeded"
 	KindPathSkipped      = "path_skipped"
+	KindBudgetExceeded   = "budget_exceeded"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -55,6 +58,17 @@ type State struct {
 	LimitExceeded []LimitOver
 	// PathSkipped are paths git cannot track (a .git below the root, ...).
 	PathSkipped []PathSkip
+	// BudgetExceeded is the pinned memory past its token budget (nil: within).
+	BudgetExceeded *BudgetOver
+}
+
+// BudgetOver is the pinned memory over its token budget: its estimate, the
+// budget, the layout (v2: root .md files are pinned, else system/) and
+// the pinned files, most tokens first.
+type BudgetOver struct {
+	Tokens, Limit int
+	V2            bool
+	Files         []budget.FileTokens
 }
 
 // PathSkip is a path in the memory folder that is never committed, and why.
@@ -171,6 +185,19 @@ func Build(st State, now time.Time) []Reminder {
 			"Not saved: %s. Git never tracks a file or folder named .git (in any case, at any depth, or spelled as Windows or macOS read it, e.g. .git. or git~1); a nested repository, a submodule or a worktree has one. Everything else in memory is saved as usual. "+
 				"Keep no memory in it: move what you need into a folder with another name, then delete it (for a nested repository, its .git; its history is not synced).",
 			list(paths, 10))})
+	}
+	if b := st.BudgetExceeded; b != nil {
+		where := "the files under /memories/system/"
+		if b.V2 {
+			where = "the .md files at the root of /memories"
+		}
+		files := listEach(len(b.Files), 5, func(i int) string {
+			return fmt.Sprintf("%s (%d)", memPath(b.Files[i].Path), b.Files[i].Tokens)
+		})
+		out = append(out, Reminder{KindBudgetExceeded, fmt.Sprintf(
+			"Your pinned memory (%s, always in your context) is about %d tokens, over its budget of %d. Largest: %s. "+
+				"Shorten or merge them, or move detail into files outside them (still listed, read on demand); until it is within budget the memory tool refuses writes that add to it.",
+			where, b.Tokens, b.Limit, files)})
 	}
 	if len(st.HeldRemoteDeletes) > 0 {
 		out = append(out, Reminder{KindRemoteDeleteHeld, fmt.Sprintf(

@@ -1,0 +1,416 @@
+package gitmem
+
+import (
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// HistoryCommit is one commit of a path's history, as `git log` shows it.
+type HistoryCommit struct {
+	Hash    plumbing.Hash
+	Subject string // the message's first paragraph, lines joined by spaces (git's %s)
+	Body    string // the rest of the message (git's %b), trailing space cut
+	Author  Signature
+	When    time.Time // author time, in the author's zone
+	// Changes are the files under the path that the commit changed against
+	// its first parent (all of them for a root commit), sorted, at most
+	// MaxHistoryChanges; MoreChanges counts the ones left out.
+	Changes     []PathChange
+	MoreChanges int
+}
+
+// PathChange is one file a commit changed: ChangeCreate, ChangeUpdate or
+// ChangeDelete.
+type PathChange struct {
+	Path string
+	Kind string
+}
+
+// MaxHistoryChanges bounds the files listed per commit of a history.
+const MaxHistoryChanges = 100
+
+// historyLockEvery is how many commits a history walk reads per hold of
+// the repository's lock: a long walk (a path changed once in years) lets
+// the writes it would block go in between.
+const historyLockEvery = 256
+
+// ErrNotInRevision is a path with no file at the revision asked.
+var ErrNotInRevision = errors.New("no such file at that revision")
+
+// History lists the commits that changed path (a file, a folder, or ""
+// for every commit), newest first, at most limit, from the kept branch's
+// tip. It walks as `git log -- <path>` does (commit-date order; a merge
+// whose path equals one parent's follows only that parent and is not
+// listed), reading only the commits it walks and, in each, the folders on
+// the path: the cost follows the commits walked, which stops at limit.
+func (r *Repo) History(path string, limit int) ([]HistoryCommit, error) {
+	p, err := historyPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("history: limit %d: want at least 1", limit)
+	}
+	head, err := r.Head()
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", p, err)
+	}
+	out := []HistoryCommit{}
+	if head.IsZero() {
+		return out, nil
+	}
+	w := &historyWalk{r: r, path: p, seen: map[plumbing.Hash]bool{}}
+	r.mu.Lock()
+	err = w.push(head)
+	r.unlock()
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", p, err)
+	}
+	for len(out) < limit && w.queue.Len() > 0 {
+		r.mu.Lock()
+		for n := 0; n < historyLockEvery && len(out) < limit && w.queue.Len() > 0; n++ {
+			var hc *HistoryCommit
+			if hc, err = w.step(); err != nil {
+				break
+			}
+			if hc != nil {
+				out = append(out, *hc)
+			}
+		}
+		r.unlock()
+		if err != nil {
+			return nil, fmt.Errorf("history %s: %w", p, err)
+		}
+	}
+	return out, nil
+}
+
+// historyPath checks a history's path: "" (or "/", ".") for the whole
+// memory, else a tracked path, a trailing slash allowed for a folder.
+func historyPath(path string) (string, error) {
+	p := strings.TrimSuffix(path, "/")
+	if p == "" || p == "." {
+		return "", nil
+	}
+	return cleanPath(p)
+}
+
+// historyWalk is git's revision walk limited to one path: a queue of
+// commits by commit date, each read once.
+type historyWalk struct {
+	r     *Repo
+	path  string
+	seen  map[plumbing.Hash]bool
+	queue commitQueue
+	order int
+	// at memoises the path's entry per commit: each is read as a child
+	// and again as its child's parent.
+	at map[plumbing.Hash]object.TreeEntry
+}
+
+func (w *historyWalk) push(h plumbing.Hash) error {
+	if w.seen[h] {
+		return nil
+	}
+	w.seen[h] = true
+	c, err := w.r.objs.commit(h)
+	if err != nil {
+		return err
+	}
+	w.order++
+	heap.Push(&w.queue, queued{c: c, order: w.order})
+	return nil
+}
+
+// step takes the newest queued commit, queues the parents the walk goes
+// on to, and returns the commit when it changed the path (nil when not).
+func (w *historyWalk) step() (*HistoryCommit, error) {
+	c := heap.Pop(&w.queue).(queued).c
+	show, follow, err := w.judge(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range follow {
+		if err := w.push(h); err != nil {
+			return nil, err
+		}
+	}
+	if !show {
+		return nil, nil
+	}
+	return w.describe(c)
+}
+
+// judge is git's default history simplification for the path: a commit
+// is shown when the path differs from every parent's (or, for a root
+// commit, exists); a merge equal to a parent there follows that parent
+// only. Every commit is shown when the path is the whole memory.
+func (w *historyWalk) judge(c *object.Commit) (bool, []plumbing.Hash, error) {
+	if w.path == "" {
+		return true, c.ParentHashes, nil
+	}
+	mine, err := w.entryOf(c.Hash)
+	if err != nil {
+		return false, nil, err
+	}
+	if len(c.ParentHashes) == 0 {
+		return !mine.Hash.IsZero(), nil, nil
+	}
+	for _, ph := range c.ParentHashes {
+		theirs, err := w.entryOf(ph)
+		if err != nil {
+			return false, nil, err
+		}
+		if theirs == mine {
+			return false, []plumbing.Hash{ph}, nil
+		}
+	}
+	return true, c.ParentHashes, nil
+}
+
+// entryOf is entry for commit h's tree, memoised.
+func (w *historyWalk) entryOf(h plumbing.Hash) (object.TreeEntry, error) {
+	if e, ok := w.at[h]; ok {
+		return e, nil
+	}
+	tree, err := w.r.objs.commitTree(h)
+	if err != nil {
+		return object.TreeEntry{}, err
+	}
+	e, err := w.entry(tree)
+	if err == nil {
+		if w.at == nil {
+			w.at = map[plumbing.Hash]object.TreeEntry{}
+		}
+		w.at[h] = e
+	}
+	return e, err
+}
+
+// entry is what stands at the walk's path in tree: a file's or a folder's
+// entry (zero when nothing does).
+func (w *historyWalk) entry(tree plumbing.Hash) (object.TreeEntry, error) {
+	e, _, err := w.r.objs.anyEntryAt(tree, w.path)
+	e.Name = ""
+	return e, err
+}
+
+// describe reads what a shown commit says and what it changed under the
+// path against its first parent.
+func (w *historyWalk) describe(c *object.Commit) (*HistoryCommit, error) {
+	subject, body := splitMessage(c.Message)
+	hc := &HistoryCommit{
+		Hash: c.Hash, Subject: subject, Body: body,
+		Author: Signature{Name: c.Author.Name, Email: c.Author.Email}, When: c.Author.When,
+	}
+	var parentTree plumbing.Hash
+	if len(c.ParentHashes) > 0 {
+		t, err := w.r.objs.commitTree(c.ParentHashes[0])
+		if err != nil {
+			return nil, err
+		}
+		parentTree = t
+	}
+	var changes []fileChange
+	var err error
+	if w.path == "" {
+		changes, err = w.r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+	} else {
+		var from, to object.TreeEntry
+		if from, err = w.entry(parentTree); err == nil {
+			if to, err = w.entry(c.TreeHash); err == nil {
+				changes, err = w.r.objs.diffEntry(w.path, from, to, nil)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(changes, func(a, b fileChange) int { return strings.Compare(a.Path, b.Path) })
+	for i, ch := range changes {
+		if i == MaxHistoryChanges {
+			hc.MoreChanges = len(changes) - i
+			break
+		}
+		kind := ChangeUpdate
+		switch {
+		case ch.From.Hash.IsZero():
+			kind = ChangeCreate
+		case ch.To.Hash.IsZero():
+			kind = ChangeDelete
+		}
+		hc.Changes = append(hc.Changes, PathChange{Path: ch.Path, Kind: kind})
+	}
+	return hc, nil
+}
+
+// splitMessage cuts a commit message as git's %s and %b do: the subject
+// is the first paragraph with its lines joined by spaces, the body what
+// follows the blank line after it.
+func splitMessage(msg string) (string, string) {
+	msg = strings.TrimLeft(strings.ReplaceAll(msg, "\r\n", "\n"), "\n")
+	para, body, _ := strings.Cut(msg, "\n\n")
+	lines := strings.Split(strings.TrimRight(para, "\n"), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, " "), strings.TrimRight(strings.TrimLeft(body, "\n"), " \t\n")
+}
+
+// anyEntryAt is the entry at p in tree, a file's or a folder's ("" is the
+// tree itself, as a folder).
+func (s *objectStore) anyEntryAt(tree plumbing.Hash, p string) (object.TreeEntry, bool, error) {
+	if p == "" {
+		return object.TreeEntry{Mode: filemode.Dir, Hash: tree}, !tree.IsZero(), nil
+	}
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		if tree.IsZero() {
+			return object.TreeEntry{}, false, nil
+		}
+		e, ok, err := s.lookupEntry(tree, name)
+		if err != nil || !ok {
+			return object.TreeEntry{}, false, err
+		}
+		if i == len(parts)-1 {
+			return e, true, nil
+		}
+		if e.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		tree = e.Hash
+	}
+	return object.TreeEntry{}, false, nil
+}
+
+// lookupEntry finds name in one tree. A tree not in the decoded cache is
+// scanned in its raw form and not cached: a history walk reads thousands
+// of trees once each, and decoding them all (or flushing the cache the
+// writes' hot folders live in) cost more than the scan.
+func (s *objectStore) lookupEntry(tree plumbing.Hash, name string) (object.TreeEntry, bool, error) {
+	if t, ok := s.trees[tree]; ok {
+		for _, e := range t.Entries {
+			if e.Name == name {
+				return e, true, nil
+			}
+		}
+		return object.TreeEntry{}, false, nil
+	}
+	var raw []byte
+	err := s.retryStale(func() error {
+		o, err := s.rd.EncodedObject(plumbing.TreeObject, tree)
+		if err != nil {
+			return err
+		}
+		rd, err := o.Reader()
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		raw, err = io.ReadAll(rd)
+		return err
+	})
+	if err != nil {
+		return object.TreeEntry{}, false, fmt.Errorf("read tree %s: %w", tree, err)
+	}
+	// Entries are "<octal mode> <name>\0<20-byte id>".
+	for len(raw) > 0 {
+		sp := bytes.IndexByte(raw, ' ')
+		nul := bytes.IndexByte(raw, 0)
+		if sp < 0 || nul < sp || len(raw) < nul+21 {
+			return object.TreeEntry{}, false, fmt.Errorf("read tree %s: malformed entry", tree)
+		}
+		if string(raw[sp+1:nul]) == name {
+			mode, err := filemode.New(string(raw[:sp]))
+			if err != nil {
+				return object.TreeEntry{}, false, fmt.Errorf("read tree %s: %w", tree, err)
+			}
+			var h plumbing.Hash
+			copy(h[:], raw[nul+1:nul+21])
+			return object.TreeEntry{Name: name, Mode: mode, Hash: h}, true, nil
+		}
+		raw = raw[nul+21:]
+	}
+	return object.TreeEntry{}, false, nil
+}
+
+// FileAtRevision is a file's content at a commit.
+type FileAtRevision struct {
+	Commit plumbing.Hash
+	Blob   plumbing.Hash
+	Mode   filemode.FileMode
+	Data   []byte
+}
+
+// FileAt reads path at revision rev (any ResolveRevision spelling). A path
+// absent there, or a folder there, is ErrNotInRevision.
+func (r *Repo) FileAt(path, rev string) (FileAtRevision, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return FileAtRevision{}, err
+	}
+	h, err := r.ResolveRevision(rev)
+	if err != nil {
+		return FileAtRevision{}, err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	tree, err := r.objs.commitTree(h)
+	if err != nil {
+		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
+	}
+	e, ok, err := r.objs.anyEntryAt(tree, p)
+	if err != nil {
+		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
+	}
+	if !ok {
+		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): %w", p, rev, short(h), ErrNotInRevision)
+	}
+	if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
+		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): it is a folder there, not a file (list its history instead): %w", p, rev, short(h), ErrNotInRevision)
+	}
+	data, err := r.objs.blob(e.Hash)
+	if err != nil {
+		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return FileAtRevision{Commit: h, Blob: e.Hash, Mode: e.Mode, Data: data}, nil
+}
+
+// commitQueue orders commits newest first by committer date, as git's
+// walk does; among equal dates, the first queued first.
+type commitQueue []queued
+
+type queued struct {
+	c     *object.Commit
+	order int
+}
+
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	ti, tj := q[i].c.Committer.When, q[j].c.Committer.When
+	if !ti.Equal(tj) {
+		return ti.After(tj)
+	}
+	return q[i].order < q[j].order
+}
+func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queued)) }
+func (q *commitQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}

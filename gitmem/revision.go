@@ -1,0 +1,415 @@
+package gitmem
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Errors of ResolveRevision: the caller's input, never the repository's
+// fault (an API answers them 400).
+var (
+	// ErrBadRevision is a revision that is not spelled as one.
+	ErrBadRevision = errors.New("bad revision")
+	// ErrUnknownRevision names no commit of the repository.
+	ErrUnknownRevision = errors.New("unknown revision")
+	// ErrAmbiguousRevision is a short id that more than one commit starts with.
+	ErrAmbiguousRevision = errors.New("ambiguous revision")
+)
+
+// minShortID is the shortest abbreviated id accepted, as git's.
+const minShortID = 4
+
+// maxRevLen bounds a revision's spelling (a ref name, then ~N and ^N steps).
+const maxRevLen = 512
+
+// ResolveRevision names a commit as git does, from what memfsd keeps and
+// without a git binary: a full or abbreviated (at least 4 hex digits)
+// commit id, HEAD, a branch or ref name (main, origin/main,
+// refs/memfsd/backup/<n>; refs/heads, refs/remotes, refs/tags and
+// refs/memfsd only), each followed by any number of ~N, ^N, ~ and ^
+// steps. Errors wrap ErrBadRevision, ErrUnknownRevision or
+// ErrAmbiguousRevision.
+func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
+	base, steps, err := splitRevision(rev)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := r.resolveBase(base)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	c, err := r.objs.commit(h)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("revision %q: %s is not a commit of this repository: %w", rev, short(h), ErrUnknownRevision)
+	}
+	for _, s := range steps {
+		for range s.count {
+			// ^N takes the Nth parent once; ~N the first parent N times.
+			idx := 0
+			if s.parent {
+				idx = s.n - 1
+			}
+			if idx < 0 { // ^0: the commit itself
+				break
+			}
+			if idx >= len(c.ParentHashes) {
+				return plumbing.ZeroHash, fmt.Errorf("revision %q: %s has %d parent(s), no parent %d: %w", rev, short(c.Hash), len(c.ParentHashes), idx+1, ErrUnknownRevision)
+			}
+			if c, err = r.objs.commit(c.ParentHashes[idx]); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, err)
+			}
+		}
+	}
+	return c.Hash, nil
+}
+
+// revStep is one ~N (count N of the first parent) or ^N (parent N, once).
+type revStep struct {
+	parent bool
+	n      int
+	count  int
+}
+
+// splitRevision cuts rev into its base name and its ~/^ steps.
+func splitRevision(rev string) (string, []revStep, error) {
+	bad := func(why string) error { return fmt.Errorf("revision %q: %s: %w", rev, why, ErrBadRevision) }
+	if rev == "" {
+		return "", nil, bad("empty")
+	}
+	if len(rev) > maxRevLen {
+		return "", nil, bad(fmt.Sprintf("longer than %d characters", maxRevLen))
+	}
+	cut := strings.IndexAny(rev, "~^")
+	if cut < 0 {
+		return rev, nil, nil
+	}
+	base, rest := rev[:cut], rev[cut:]
+	if base == "" {
+		return "", nil, bad("no name before ~ or ^")
+	}
+	var steps []revStep
+	for rest != "" {
+		op := rest[0]
+		rest = rest[1:]
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		n := 1
+		if digits > 0 {
+			v, err := strconv.Atoi(rest[:digits])
+			if err != nil || v > 100000 {
+				return "", nil, bad("a step over 100000")
+			}
+			n = v
+			rest = rest[digits:]
+		}
+		switch op {
+		case '~':
+			steps = append(steps, revStep{count: n})
+		case '^':
+			steps = append(steps, revStep{parent: true, n: n, count: 1})
+		default:
+			return "", nil, bad("want NAME followed by ~N or ^N steps only")
+		}
+	}
+	return base, steps, nil
+}
+
+// resolveBase names the commit of a revision's base: HEAD, a full id, a
+// ref (git's DWIM order), else an abbreviated id.
+func (r *Repo) resolveBase(name string) (plumbing.Hash, error) {
+	if name == "HEAD" || name == "@" {
+		h, err := r.refTarget("HEAD")
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("revision HEAD: %w", err)
+		}
+		if h.IsZero() {
+			return plumbing.ZeroHash, fmt.Errorf("revision HEAD: the branch has no commit yet: %w", ErrUnknownRevision)
+		}
+		return h, nil
+	}
+	if len(name) == 40 && isHex(name) {
+		return plumbing.NewHash(name), nil
+	}
+	if err := checkRefName(name); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("revision %q: %v: %w", name, err, ErrBadRevision)
+	}
+	for _, full := range dwimRefs(name) {
+		h, err := r.refTarget(full)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", name, err)
+		}
+		if !h.IsZero() {
+			return h, nil
+		}
+	}
+	if len(name) >= minShortID && isHex(name) {
+		return r.resolveShort(strings.ToLower(name))
+	}
+	return plumbing.ZeroHash, fmt.Errorf("revision %q: no such commit, branch or ref (try a commit id from the history, HEAD~N, %s or origin/%s): %w", name, r.opts.Branch, r.opts.Branch, ErrUnknownRevision)
+}
+
+// dwimRefs are the refs a short name may mean, in git's order, limited to
+// the namespaces memfsd keeps.
+func dwimRefs(name string) []string {
+	var out []string
+	for _, f := range []string{"%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s", "refs/remotes/%s/HEAD"} {
+		full := fmt.Sprintf(f, name)
+		for _, ns := range []string{"refs/heads/", "refs/remotes/", "refs/tags/", "refs/memfsd/"} {
+			if strings.HasPrefix(full, ns) {
+				out = append(out, full)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// checkRefName is git's check-ref-format, enough to keep a name inside
+// .git/refs: no "..", no empty or dot-led part, no control characters or
+// any of ` ~^:?*[\`, no "@{", no ".lock" part ending.
+func checkRefName(name string) error {
+	if strings.ContainsAny(name, " ~^:?*[\\") || strings.Contains(name, "..") || strings.Contains(name, "@{") {
+		return errors.New(`a ref name has no spaces, "..", "@{" or any of ~^:?*[\`)
+	}
+	for _, c := range []byte(name) {
+		if c < 0x20 || c == 0x7f {
+			return errors.New("a ref name has no control characters")
+		}
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
+			return errors.New(`a ref name has no empty part, no part starting with "." and none ending in ".lock"`)
+		}
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxRefDepth bounds a chain of symbolic refs (git's is 5).
+const maxRefDepth = 5
+
+// refTarget reads a ref as git does (loose file, then packed-refs,
+// following "ref: " up to maxRefDepth times) without trusting the folder:
+// the agent's shell can write .git, so a ref that is a link, a FIFO, a
+// huge file or a loop of symbolic refs is an error, never a hang or a
+// crash. Zero when the ref does not exist.
+func (r *Repo) refTarget(name string) (plumbing.Hash, error) {
+	for range maxRefDepth {
+		data, err := readSmallRegular(filepath.Join(r.GitDir, filepath.FromSlash(name)))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return readPackedRef(r.GitDir, name)
+		}
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
+		}
+		s := strings.TrimSpace(string(data))
+		if target, ok := strings.CutPrefix(s, "ref: "); ok {
+			if err := checkRefName(target); err != nil || !strings.HasPrefix(target, "refs/") {
+				return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad symbolic ref %q", name, target)
+			}
+			name = target
+			continue
+		}
+		if !plumbing.IsHash(s) {
+			return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad content %q", name, s)
+		}
+		return plumbing.NewHash(s), nil
+	}
+	return plumbing.ZeroHash, fmt.Errorf("read ref %s: more than %d symbolic refs in a row", name, maxRefDepth)
+}
+
+// readSmallRegular reads a regular file of at most 4 KiB, not through a
+// link at its last component, without blocking on a FIFO or device.
+func readSmallRegular(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symbolic link")
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 4096 {
+		return nil, errors.New("over 4 KiB")
+	}
+	return data, nil
+}
+
+// resolveShort finds the one commit whose id starts with prefix.
+func (r *Repo) resolveShort(prefix string) (plumbing.Hash, error) {
+	found, err := r.objs.findPrefix(prefix)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", prefix, err)
+	}
+	r.mu.Lock()
+	var commits []plumbing.Hash
+	for _, h := range found {
+		if _, err := r.objs.commit(h); err == nil {
+			commits = append(commits, h)
+		}
+	}
+	r.unlock()
+	switch len(commits) {
+	case 0:
+		return plumbing.ZeroHash, fmt.Errorf("revision %q: no commit id starts with it: %w", prefix, ErrUnknownRevision)
+	case 1:
+		return commits[0], nil
+	}
+	names := make([]string, len(commits))
+	for i, h := range commits {
+		names[i] = h.String()[:12]
+	}
+	slices.Sort(names)
+	return plumbing.ZeroHash, fmt.Errorf("revision %q: %d commits start with it (%s): give more digits: %w", prefix, len(commits), strings.Join(names, ", "), ErrAmbiguousRevision)
+}
+
+// maxPrefixMatches bounds the objects an abbreviated id may match (a
+// 4-digit prefix in a big store matches a handful; this is a guard).
+const maxPrefixMatches = 64
+
+// findPrefix lists the objects whose hex id starts with prefix (at least
+// two digits): loose ones from their fan-out folder, packed ones by
+// binary search of each pack index's fan-out bucket (O(packs × log n), no
+// object read). Pending objects are not looked at: every commit a ref
+// names was flushed first.
+func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
+	seen := map[plumbing.Hash]bool{}
+	var out []plumbing.Hash
+	add := func(h plumbing.Hash) {
+		if !seen[h] && len(out) < maxPrefixMatches {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(s.dir, prefix[:2])); err == nil {
+		for _, e := range entries {
+			name := prefix[:2] + e.Name()
+			if len(name) == 40 && strings.HasPrefix(name, prefix) && isHex(name) {
+				add(plumbing.NewHash(name))
+			}
+		}
+	}
+	idxs, err := filepath.Glob(filepath.Join(s.dir, "pack", "*.idx"))
+	if err != nil {
+		return nil, err
+	}
+	for _, idx := range idxs {
+		hs, err := idxPrefix(idx, prefix)
+		if err != nil {
+			continue // a pack a repack removed meanwhile, or one being written
+		}
+		for _, h := range hs {
+			add(h)
+		}
+	}
+	return out, nil
+}
+
+// idxPrefix finds the ids starting with prefix in one pack index (v1 or
+// v2): the fan-out table bounds the bucket of the first byte, a binary
+// search the first match within it.
+func idxPrefix(path, prefix string) ([]plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var head [8]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return nil, err
+	}
+	fanAt, namesAt, stride := int64(0), int64(4*256), int64(24) // v1: (offset, name) pairs
+	if bytes.Equal(head[:4], []byte{0xff, 't', 'O', 'c'}) {
+		if binary.BigEndian.Uint32(head[4:]) != 2 {
+			return nil, fmt.Errorf("pack index %s: version %d", path, binary.BigEndian.Uint32(head[4:]))
+		}
+		fanAt, namesAt, stride = 8, 8+4*256, 20
+	}
+	first, err := hex.DecodeString(prefix[:2])
+	if err != nil {
+		return nil, err
+	}
+	b := int64(first[0])
+	var fan [8]byte
+	lo := int64(0)
+	if b > 0 {
+		if _, err := f.ReadAt(fan[:], fanAt+4*(b-1)); err != nil {
+			return nil, err
+		}
+		lo = int64(binary.BigEndian.Uint32(fan[:4]))
+	} else if _, err := f.ReadAt(fan[4:], fanAt); err != nil {
+		return nil, err
+	}
+	hi := int64(binary.BigEndian.Uint32(fan[4:]))
+	if hi < lo || hi-lo > 1<<24 {
+		return nil, fmt.Errorf("pack index %s: bad fan-out", path)
+	}
+	nameAt := func(i int64) (plumbing.Hash, error) {
+		var h plumbing.Hash
+		off := namesAt + i*stride
+		if stride == 24 {
+			off += 4
+		}
+		_, err := f.ReadAt(h[:], off)
+		return h, err
+	}
+	// First index in [lo, hi) whose hex id is >= prefix.
+	var searchErr error
+	i := lo + int64(sort.Search(int(hi-lo), func(k int) bool {
+		h, err := nameAt(lo + int64(k))
+		if err != nil {
+			searchErr = err
+			return true
+		}
+		return h.String() >= prefix
+	}))
+	if searchErr != nil {
+		return nil, searchErr
+	}
+	var out []plumbing.Hash
+	for ; i < hi && len(out) < maxPrefixMatches; i++ {
+		h, err := nameAt(i)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(h.String(), prefix) {
+			break
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
