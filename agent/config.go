@@ -51,7 +51,10 @@ type Config struct {
 	// memtool.DefaultSecretPatterns); NoSecretGuard switches that off.
 	SecretPatterns []memtool.SecretPattern
 	NoSecretGuard  bool
-	Logger         *slog.Logger
+	// NoFrontMatterRules turns off letta-code's front-matter rules (SPEC
+	// §9), for memory folders that are not letta-code's.
+	NoFrontMatterRules bool
+	Logger             *slog.Logger
 
 	validated bool // Validate ran: the config is shared read-only from then on
 }

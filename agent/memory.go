@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
@@ -32,6 +33,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 	if !a.cfg.NoSecretGuard {
 		secrets = a.cfg.SecretPatterns
 	}
+	rules := a.frontMatterRules()
 	return &memtool.Tool{
 		Dir:     a.Dir(),
 		Tree:    a.tree.Load(), // nil: the tool opens the folder per call
@@ -51,7 +53,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 				One:     true,
 				Message: func(gitmem.PathView) string { return message },
 				Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
-					verdicts, err := toolGuard(b, secrets)
+					verdicts, err := toolGuard(b, secrets, rules)
 					if err == nil {
 						err = a.checkBudget(b) // under the same lock: nothing slips in between
 					}
@@ -154,14 +156,14 @@ func (a *Agent) operatorVersion(repo *gitmem.Repo, rel string) ([]byte, error) {
 // toolGuard refuses a memory-tool commit that changes what is read-only in
 // HEAD (or read_only in any front matter): the tool undoes its write and
 // answers the read-only error.
-func toolGuard(b *gitmem.Batch, patterns []memtool.SecretPattern) ([]gitmem.Verdict, error) {
+func toolGuard(b *gitmem.Batch, patterns []memtool.SecretPattern, rules func(string) bool) ([]gitmem.Verdict, error) {
 	for _, v := range b.Views {
 		if v.Data != nil {
 			if name, ok := memtool.SecretIn(patterns, string(v.Data)); ok {
 				return nil, fmt.Errorf("refused: %s looks like it holds a credential (%s)", v.Path, name)
 			}
 		}
-		if refused, err := checkAgainstHead(v); err != nil || refused != nil {
+		if refused, err := checkAgainstHead(v, rules); err != nil || refused != nil {
 			if refused != nil {
 				return nil, &blocks.RefusedError{Path: v.Path, Err: refused}
 			}
@@ -172,10 +174,11 @@ func toolGuard(b *gitmem.Batch, patterns []memtool.SecretPattern) ([]gitmem.Verd
 }
 
 // checkAgainstHead judges an agent's change of one path against HEAD's
-// version, bytes and mode (blocks.CheckAgentChange): refused is why it may
-// not be made.
-func checkAgainstHead(v gitmem.PathView) (refused, err error) {
-	if !blocks.MayBeReadOnly(v.Path) {
+// version, bytes and mode (blocks.CheckAgentChange), and, when rules is
+// set (it says whether a path is in the folder), against letta-code's
+// front-matter rules: refused is why it may not be made.
+func checkAgainstHead(v gitmem.PathView, rules func(string) bool) (refused, err error) {
+	if !blocks.MayBeReadOnly(v.Path) { // letta-code's rules too are for .md files only
 		return nil, nil
 	}
 	old, err := v.Head()
@@ -189,10 +192,34 @@ func checkAgainstHead(v gitmem.PathView) (refused, err error) {
 	if refused := blocks.CheckAgentChange(v.Path, old, uint32(v.HeadMode()), work, uint32(v.Mode)); refused != nil {
 		return refused, nil
 	}
+	if v.Kind == gitmem.ChangeDelete {
+		return nil, nil
+	}
+	// letta-code's pre-commit hook, on a regular file (a link is judged
+	// by the read-only rules, not by its target's text).
+	if rules != nil && v.Mode != filemode.Symlink {
+		v2 := blocks.LettaV2(rules)
+		if blocks.LettaRulesApply(v.Path, v2, rules) {
+			prev := old
+			if v2 {
+				prev = nil // the hook reads HEAD's version in v1 only
+			}
+			if refused := blocks.CheckLettaRules(v.Path, work, prev, v2); refused != nil {
+				return refused, nil
+			}
+		}
+	}
 	// Front matter that parses at HEAD must still parse (SPEC §8): else its
 	// limit, or a read_only, silently stops applying.
-	if v.Kind != gitmem.ChangeDelete {
-		return blocks.CheckFrontMatter(old, work), nil
+	return blocks.CheckFrontMatter(old, work), nil
+}
+
+// frontMatterRules is what checkAgainstHead takes to apply letta-code's
+// front-matter rules (whether a path is in the folder), nil when they are
+// off (--no-frontmatter-rules).
+func (a *Agent) frontMatterRules() func(string) bool {
+	if a.cfg.NoFrontMatterRules {
+		return nil
 	}
-	return nil, nil
+	return a.workExists
 }

@@ -68,7 +68,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	res, err := repo.Commit(gitmem.CommitRequest{
 		Paths:   paths,
 		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), secrets, limits, broken),
+		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken),
 		Keep:    a.keepRejected,
 	})
 	a.repackSoon(repo)
@@ -119,16 +119,17 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 // directWriteGuard is the pipeline's judgement of direct writes: read-only
 // blocks (and any change of read_only) are restored, text that looks like a
 // credential is held uncommitted (named in secrets), so is a write that
-// breaks front matter that parsed at HEAD (named in broken), a mass
+// breaks front matter that parsed at HEAD or letta-code's front-matter
+// rules (named in broken), a mass
 // deletion held.
-func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
+func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
 	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
 		for i, v := range b.Views {
-			if refused, err := checkAgainstHead(v); err != nil {
+			if refused, err := checkAgainstHead(v, rules); err != nil {
 				return nil, err
-			} else if errors.Is(refused, blocks.ErrFrontMatterBroken) {
+			} else if errors.Is(refused, blocks.ErrFrontMatterBroken) || errors.Is(refused, blocks.ErrFrontMatterRules) {
 				// The agent's own file, its front matter broken: held with
 				// a reminder until it parses again, not undone.
 				verdicts[i] = gitmem.Hold

@@ -72,6 +72,9 @@ type Status struct {
 	// FrontMatterHeld are direct writes not committed because they broke
 	// front matter that parsed at HEAD.
 	FrontMatterHeld []string `json:"frontmatter_held,omitempty"`
+	// FrontMatterInvalid is, for each FrontMatterHeld file, the rule of
+	// letta-code's it breaks, in its words ("" when it does not parse).
+	FrontMatterInvalid []string `json:"frontmatter_invalid,omitempty"`
 	// HeldRemoteDeletes are files an incoming update would delete; the
 	// update is not applied until an operator decides.
 	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
@@ -160,7 +163,7 @@ func (a *Agent) Status(scan bool) Status {
 			st.HeldDeletes = append(a.heldDeletes(repo), a.readHeldPush().Paths...)
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
-			st.FrontMatterHeld = a.frontMatterHeld()
+			st.FrontMatterHeld, st.FrontMatterInvalid = a.frontMatterHeld()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths
 			st.LimitExceeded = a.limitsExceeded()
 			if scan {
@@ -301,6 +304,7 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		Backups:           st.Backups,
 		SecretHeld:        st.SecretHeld,
 		FrontMatterHeld:   st.FrontMatterHeld,
+		FrontMatterWhy:    st.FrontMatterInvalid,
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
 		LimitExceeded:     st.LimitExceeded,
 		PathSkipped:       st.PathSkipped,

@@ -85,6 +85,14 @@ type call struct {
 // refusal is the answer to a write the commit's guard refused at rel
 // (blocks.ErrReadOnly or blocks.ErrReadOnlyKey).
 func (t *call) refusal(rel string, err error) error {
+	var rules *blocks.FrontMatterRulesError
+	if errors.As(err, &rules) {
+		// letta-code's pre-commit hook refused it (SPEC §9): its output.
+		if t.letta != nil {
+			return lettaErr("%s: %s", t.letta.prefix, rules.Error())
+		}
+		return toolErr("%s: front matter not valid, not saved: %s", display(rel), strings.Join(rules.Errors, "; "))
+	}
 	if errors.Is(err, blocks.ErrFrontMatterBroken) {
 		// Judged against HEAD by the commit's guard (SPEC §8).
 		if t.letta != nil {

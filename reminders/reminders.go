@@ -4,6 +4,7 @@ package reminders
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type State struct {
 	// FrontMatterHeld are files not committed because a write broke their
 	// front matter.
 	FrontMatterHeld []string
+	// FrontMatterWhy is, for each FrontMatterHeld file, the letta-code
+	// front-matter rule it breaks ("" when its front matter does not parse).
+	FrontMatterWhy []string
 	// HeldRemoteDeletes are files an incoming update would delete.
 	HeldRemoteDeletes []string
 	// LimitExceeded are files whose body is over their front matter's limit.
@@ -161,7 +165,17 @@ func Build(st State, now time.Time) []Reminder {
 			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
 			files)})
 	}
-	if len(st.FrontMatterHeld) > 0 {
+	if rules := slices.ContainsFunc(st.FrontMatterWhy, func(w string) bool { return w != "" }); rules {
+		files := listEach(len(st.FrontMatterHeld), 5, func(i int) string {
+			if i < len(st.FrontMatterWhy) && st.FrontMatterWhy[i] != "" {
+				return memPath(st.FrontMatterWhy[i])
+			}
+			return memPath(st.FrontMatterHeld[i]) + ": the lines between the two --- lines must stay key: value lines"
+		})
+		out = append(out, Reminder{KindFrontMatterHeld, fmt.Sprintf(
+			"Not saved: front matter not valid, %s. A memory file starts with a --- line, then description: (not empty) and only the keys description, read_only and limit (in a folder with a root MEMORY.md: exactly name and description, and MEMORY.md files have none), then a closing --- line. Fix the front matter; the file is committed as soon as it is valid.",
+			files)})
+	} else if len(st.FrontMatterHeld) > 0 {
 		files := listEach(len(st.FrontMatterHeld), 5, func(i int) string { return memPath(st.FrontMatterHeld[i]) })
 		out = append(out, Reminder{KindFrontMatterHeld, fmt.Sprintf(
 			"Not saved: your write to %s broke the front matter at the top of the file (the lines between the two --- lines must stay key: value lines), so its settings would stop applying. Put the front matter back as it was and write below the closing ---; the file is committed as soon as its front matter parses again.",

@@ -33,6 +33,7 @@ type globals struct {
 	adminListen  string
 
 	noSecretGuard  bool
+	noFMRules      bool
 	secretPatterns []string
 
 	retryInitial time.Duration
@@ -109,6 +110,7 @@ func newRootCmd() *cobra.Command {
 	f.DurationVar(&g.http.TLSHandshake, "http-tls-timeout", gitmem.DefaultTLSHandshakeTimeout, "TLS handshake with the remote (env MEMFSD_HTTP_TLS_TIMEOUT)")
 	f.DurationVar(&g.http.ResponseHeader, "http-response-timeout", gitmem.DefaultResponseHeaderTimeout, "request sent to response headers (env MEMFSD_HTTP_RESPONSE_TIMEOUT)")
 	f.DurationVar(&g.http.Idle, "http-idle-timeout", gitmem.DefaultIdleTimeout, "a connection making no progress on a read or write (env MEMFSD_HTTP_IDLE_TIMEOUT)")
+	f.BoolVar(&g.noFMRules, "no-frontmatter-rules", false, "accept memory files in system/ and reference/ (v2: every memory file) whose front matter breaks letta-code's rules; for folders that are not letta-code's (env MEMFSD_NO_FRONTMATTER_RULES)")
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g), newContextCmd(g))
@@ -181,6 +183,7 @@ func (g *globals) config() (*agent.Config, error) {
 	}
 	gitmem.InstallHTTPClient(g.http)
 	cfg.NoSecretGuard = g.noSecretGuard
+	cfg.NoFrontMatterRules = g.noFMRules
 	if len(g.secretPatterns) > 0 {
 		cfg.SecretPatterns = memtool.DefaultSecretPatterns()
 		for _, s := range g.secretPatterns {
