@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memfsd/memfsd/letta"
 )
 
 // DefaultTokens is the pinned memory's budget when nothing sets one.
@@ -49,53 +51,7 @@ func decodedLen(data []byte) int {
 	if utf8.Valid(data) {
 		return len(data)
 	}
-	n := 0
-	for i := 0; i < len(data); {
-		c := data[i]
-		if c < 0x80 {
-			n++
-			i++
-			continue
-		}
-		need, lo, hi := 0, byte(0x80), byte(0xBF)
-		switch {
-		case c >= 0xC2 && c <= 0xDF:
-			need = 1
-		case c == 0xE0:
-			need, lo = 2, 0xA0
-		case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-			need = 2
-		case c == 0xED:
-			need, hi = 2, 0x9F
-		case c == 0xF0:
-			need, lo = 3, 0x90
-		case c >= 0xF1 && c <= 0xF3:
-			need = 3
-		case c == 0xF4:
-			need, hi = 3, 0x8F
-		default: // a lone continuation byte, C0, C1, F5..FF
-			n += 3
-			i++
-			continue
-		}
-		j := i + 1
-		ok := true
-		for k := 0; k < need; k++ {
-			if j >= len(data) || data[j] < lo || data[j] > hi {
-				ok = false
-				break
-			}
-			lo, hi = 0x80, 0xBF // only the second byte has a narrower range
-			j++
-		}
-		if ok {
-			n += need + 1
-		} else {
-			n += 3 // the maximal subpart i..j-1 becomes one U+FFFD
-		}
-		i = j
-	}
-	return n
+	return len(letta.DecodeUTF8(data))
 }
 
 // Layout is the layout of a memory whose files are paths: v2 when a root

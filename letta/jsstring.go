@@ -77,10 +77,10 @@ func localeInt(n int) string {
 	return b.String()
 }
 
-// decodeUTF8 is Node's readFile(path, "utf-8"): WHATWG decoding, each
+// DecodeUTF8 is Node's readFile(path, "utf-8"): WHATWG decoding, each
 // maximal invalid subpart one U+FFFD (Go's conversions give one per byte),
 // a byte order mark kept.
-func decodeUTF8(b []byte) string {
+func DecodeUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}

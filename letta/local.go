@@ -49,7 +49,7 @@ func collectLocal(files []File) []localFile {
 		if !ok {
 			continue // `git show` fails and the file is skipped
 		}
-		fm := parseFrontMatter(decodeUTF8(g.Data))
+		fm := parseFrontMatter(DecodeUTF8(g.Data))
 		desc, _ := fm.description()
 		out = append(out, localFile{path: p, label: strings.TrimSuffix(p, ".md"), value: fm.body, desc: jsTrim(desc)})
 	}

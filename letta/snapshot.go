@@ -45,7 +45,7 @@ func collectFiles(files []File) []memoryFile {
 		}
 		for _, name := range sortedKeys(d.files) {
 			f := d.files[name]
-			content := decodeUTF8(f.Data)
+			content := DecodeUTF8(f.Data)
 			desc, ok := parseFrontMatter(content).description()
 			out = append(out, memoryFile{path: f.Path, content: content, desc: desc, hasDesc: ok})
 		}

@@ -63,7 +63,7 @@ func snapshotV2(files []File, maxChars int) string {
 		if remaining <= 0 {
 			break
 		}
-		b.push(prefix + u16slice(decodeUTF8(f.Data), remaining) + suffix)
+		b.push(prefix + u16slice(DecodeUTF8(f.Data), remaining) + suffix)
 	}
 	b.push("</parent_memory>")
 	return b.String()
