@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 
 	"github.com/memfsd/memfsd/gitmem"
 )
@@ -149,6 +150,10 @@ func classify(err error) (Class, time.Duration) {
 		return ClassPermanent, 0 // nothing to retry: a person fixes the certificate
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassRetryable, 0
+	case errors.Is(err, dotgit.ErrPackfileNotFound):
+		// A pack listed a moment ago is gone: a git gc or repack beside
+		// the reader (the embedded remote's bare repository, or ours).
+		return ClassRetryable, 0
 	}
 	// go-git wraps other HTTP statuses, and every transport error of its
 	// POST requests (the pack exchange: a response-header or idle timeout,
@@ -191,7 +196,7 @@ func classify(err error) (Class, time.Duration) {
 			return ClassNonFastForward, 0
 		}
 	}
-	for _, s := range []string{"connection reset", "connection refused", "unexpected EOF", "broken pipe", "use of closed network connection"} {
+	for _, s := range []string{"connection reset", "connection refused", "unexpected EOF", "broken pipe", "use of closed network connection", "packfile not found"} {
 		if strings.Contains(msg, s) {
 			return ClassRetryable, 0
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -38,6 +40,9 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("push: %w", plumbing.NewUnexpectedError(&url.Error{Op: "Post", URL: "http://x", Err: syscall.ECONNREFUSED})), ClassRetryable},
 		{fmt.Errorf("push: %w", plumbing.NewUnexpectedError(errors.New("something odd"))), ClassPermanent},
 		{errors.New("something odd"), ClassPermanent},
+		// A pack a concurrent git gc removed under the reader is transient.
+		{fmt.Errorf("fetch: %w", dotgit.ErrPackfileNotFound), ClassRetryable},
+		{errors.New("fetch: packfile not found"), ClassRetryable},
 		{nil, ClassNone},
 	}
 	for _, c := range cases {
