@@ -51,11 +51,17 @@ var leaseProbe sync.Once
 // gives write leases, and says so in the log when it does not.
 func (r *Repo) probeLeases() {
 	leaseProbe.Do(func() {
-		if err := worktree.ProbeLeases(r.GitDir); err != nil {
-			noLease.Store(true)
-			r.log.Warn("no file leases on the memory's filesystem: a pull that replaces a file the agent is writing through an open descriptor can lose that write (README, What a replace guarantees)", "err", err)
+		if err := worktree.ProbeLeases(r.wt, ".git/memfsd"); err != nil {
+			r.noLeases(err)
 		}
 	})
+}
+
+// noLeases turns leases off for the process and says so, once.
+func (r *Repo) noLeases(err error) {
+	if !noLease.Swap(true) {
+		r.log.Warn("no file leases on the memory's filesystem: a pull that replaces a file the agent is writing through an open descriptor can lose that write (README, What a replace guarantees)", "err", err)
+	}
 }
 
 // decideFunc looks at what stands at a path (absent, or the agent's bytes,
@@ -106,9 +112,7 @@ func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, re
 			}
 			continue // the agent created it meanwhile: lease that one
 		case errors.Is(err, worktree.ErrNoLease):
-			if !noLease.Swap(true) {
-				r.log.Warn("the memory's filesystem gives no file leases: a file the agent writes through a descriptor opened before a pull replaces it can lose that write (README, What a replace guarantees)", "err", err)
-			}
+			r.noLeases(err)
 		case errors.Is(err, worktree.ErrBusy):
 			r.log.Warn("a file stayed open in another process; replacing it by rename-exchange", "path", rel, "waited", r.leaseWaited.String())
 		case errors.Is(err, worktree.ErrNotOwner):
@@ -205,9 +209,7 @@ func (r *Repo) removeWorkFile(rel string, decide func(cur displaced) bool) (disp
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, worktree.ErrNotFile) && r.isDir(rel):
 			return displaced{}, false, nil
 		case errors.Is(err, worktree.ErrNoLease):
-			if !noLease.Swap(true) {
-				r.log.Warn("the memory's filesystem gives no file leases: a file the agent writes through a descriptor opened before a pull replaces it can lose that write (README, What a replace guarantees)", "err", err)
-			}
+			r.noLeases(err)
 		}
 	}
 	before, err := r.readDisplacedAt(rel)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -158,7 +159,7 @@ func (r *Repo) moveAside(rel string) error {
 // land outside the work tree (an agent's `ln -s .. esc`).
 func (r *Repo) symlinkedParent(rel string) string {
 	for p, rest := "", rel; ; {
-		i := indexByte(rest, '/')
+		i := strings.IndexByte(rest, '/')
 		if i < 0 {
 			return ""
 		}
@@ -179,15 +180,6 @@ func (r *Repo) symlinkedParent(rel string) string {
 			return ""
 		}
 	}
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // realParents makes sure nothing written at rel goes through a symbolic

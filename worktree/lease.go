@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -53,18 +52,6 @@ var ErrNotFile = errors.New("not a regular file")
 type Leased struct {
 	fd   int
 	stat syscall.Stat_t
-}
-
-// Lease opens rel (a slash path below root) read-write, without following
-// a symbolic link anywhere on the way, and takes a write lease on it,
-// trying again while another process has the file open until wait has
-// passed (ErrBusy). A missing file is an fs.ErrNotExist error.
-func Lease(root, rel string, wait time.Duration) (*Leased, error) {
-	fd, err := OpenBeneath(root, rel, unix.O_RDWR|unix.O_NONBLOCK)
-	if err != nil {
-		return nil, err
-	}
-	return leaseFd(fd, rel, wait)
 }
 
 // leaseFd takes the write lease on fd, an open work file (closed on error).
@@ -218,34 +205,22 @@ func (l *Leased) Release() error {
 	return err
 }
 
-// ProbeLeases reports whether files in dir (a folder of the memory's
-// filesystem, e.g. its .git) can be leased: nil, or why not.
-func ProbeLeases(dir string) error {
-	f, err := os.CreateTemp(dir, ".memfsd-tmp-lease-")
+// ProbeLeases reports whether files in the folder dir beneath d (a folder
+// of the memory's filesystem, e.g. its .git) can be leased: nil, or why
+// not. The probe file is made and removed through d, never by name.
+func ProbeLeases(d *Dir, dir string) error {
+	rel := fmt.Sprintf("%s/%slease-%d-%d", dir, TempPrefix, os.Getpid(), tmpSeq.Add(1))
+	f, err := d.OpenFile(rel, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	name := f.Name()
 	f.Close()
-	defer os.Remove(name)
-	l, err := Lease(filepath.Dir(name), filepath.Base(name), 0)
+	defer d.Remove(rel)
+	l, err := d.Lease(rel, 0)
 	if err != nil {
 		return err
 	}
 	return l.Release()
-}
-
-// OpenBeneath opens rel, a slash path below root, with flags (O_CLOEXEC and
-// O_NOFOLLOW added), refusing any symbolic link on the way and any path
-// that would leave root: openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS,
-// or an O_NOFOLLOW walk from root where openat2 is missing.
-func OpenBeneath(root, rel string, flags int) (int, error) {
-	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: root, Err: err}
-	}
-	defer unix.Close(rootFd)
-	return openAt(rootFd, rel, flags)
 }
 
 var noOpenat2 bool

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -20,7 +18,8 @@ func TestLease_OtherProcessWaits(t *testing.T) {
 	root := t.TempDir()
 	f := filepath.Join(root, "f.md")
 	os.WriteFile(f, []byte("old\n"), 0o600)
-	l, err := worktree.Lease(root, "f.md", time.Second)
+	d := mustOpenDir(t, root)
+	l, err := d.Lease("f.md", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +67,11 @@ func TestLease_BusyWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := worktree.Lease(root, "f.md", 50*time.Millisecond); !errors.Is(err, worktree.ErrBusy) {
+	d := mustOpenDir(t, root)
+	if _, err := d.Lease("f.md", 50*time.Millisecond); !errors.Is(err, worktree.ErrBusy) {
 		t.Fatalf("lease of a file open elsewhere: %v, want ErrBusy", err)
 	}
-	l, err := worktree.Lease(root, "f.md", 5*time.Second)
+	l, err := d.Lease("f.md", 5*time.Second)
 	if err != nil {
 		t.Fatalf("lease after the writer closed: %v", err)
 	}
@@ -79,9 +79,10 @@ func TestLease_BusyWhileOpen(t *testing.T) {
 	cmd.Wait()
 }
 
-// TestOpenBeneath_NoLinksNoEscape: a symbolic link anywhere on the path, or
-// a path leaving the root, is refused; nothing outside is opened.
-func TestOpenBeneath_NoLinksNoEscape(t *testing.T) {
+// TestDir_NoLinksNoEscape: a symbolic link anywhere on the path, or a
+// path leaving the root, is refused by Read, Lease and OpenFile; nothing
+// outside is opened.
+func TestDir_NoLinksNoEscape(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600)
@@ -89,29 +90,42 @@ func TestOpenBeneath_NoLinksNoEscape(t *testing.T) {
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "filelink"))
 	os.Mkdir(filepath.Join(root, "sub"), 0o700)
 	os.WriteFile(filepath.Join(root, "sub", "ok"), []byte("ok"), 0o600)
+	d := mustOpenDir(t, root)
 	for _, rel := range []string{"dirlink/secret", "filelink", "../" + filepath.Base(outside) + "/secret", "sub/../../x"} {
-		if fd, err := worktree.OpenBeneath(root, rel, unix.O_RDONLY); err == nil {
-			unix.Close(fd)
-			t.Errorf("OpenBeneath(%q) opened it", rel)
+		if f, err := d.Read(rel); err == nil && f != nil && f.Mode != worktree.Symlink {
+			t.Errorf("Read(%q) read %q", rel, f.Data)
 		}
-		if _, err := worktree.Lease(root, rel, 0); err == nil {
+		if _, err := d.Lease(rel, 0); err == nil {
 			t.Errorf("Lease(%q) took it", rel)
 		}
+		if f, err := d.OpenFile(rel, os.O_RDONLY, 0); err == nil {
+			f.Close()
+			t.Errorf("OpenFile(%q) opened it", rel)
+		}
 	}
-	fd, err := worktree.OpenBeneath(root, "sub/ok", unix.O_RDONLY)
+	if f, err := d.Read("sub/ok"); err != nil || f == nil || string(f.Data) != "ok" {
+		t.Fatalf("Read(sub/ok) = %v, %v", f, err)
+	}
+}
+
+func mustOpenDir(t *testing.T, root string) *worktree.Dir {
+	t.Helper()
+	d, err := worktree.OpenDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.Close(fd)
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 // TestProbeLeases: leases work on the test's filesystem (the CI machine's);
 // the other tests mean nothing where they do not.
 func TestProbeLeases(t *testing.T) {
-	if err := worktree.ProbeLeases(t.TempDir()); err != nil {
+	root := t.TempDir()
+	if err := worktree.ProbeLeases(mustOpenDir(t, root), "."); err != nil {
 		t.Fatalf("no leases on %s: %v", os.TempDir(), err)
 	}
-	entries, _ := os.ReadDir(t.TempDir())
+	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".memfsd-tmp-") {
 			t.Fatalf("probe left %s", e.Name())
