@@ -9,6 +9,9 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/gitfmt/index"
+	"github.com/memfsd/memfsd/gitfmt/merge3"
 )
 
 // moveBranch moves the branch from old to new and brings the work tree and
@@ -75,7 +78,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	} else if err := r.replaceFiles(changes, ix, touched); err != nil {
 		return err
 	}
-	ix.smudgeRacy(touched)
+	ix.SmudgeRacy(touched)
 	data, err := r.encodeIndex(ix)
 	if err != nil {
 		return err
@@ -95,7 +98,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 
 // replaceFiles brings the work tree from one tree to the next, change by
 // change, and records each in ix and touched.
-func (r *Repo) replaceFiles(changes []fileChange, ix *rawIndex, touched map[string]bool) error {
+func (r *Repo) replaceFiles(changes []fileChange, ix *index.Index, touched map[string]bool) error {
 	// Each file is checked and replaced in one step (replaceWorkFile): what
 	// stands there is read while no one else can write it, and anything
 	// other than the old or the new version is an agent's write that landed
@@ -131,7 +134,7 @@ func (r *Repo) replaceFiles(changes []fileChange, ix *rawIndex, touched map[stri
 				if err != nil {
 					return nil, 0, false
 				}
-				merged, ok := Merge3(base, cur.data, data)
+				merged, ok := merge3.Merge(base, cur.data, data)
 				if !ok {
 					return nil, 0, false
 				}
@@ -158,9 +161,9 @@ func (r *Repo) replaceFiles(changes []fileChange, ix *rawIndex, touched map[stri
 			st = nil // no stat: git and the next scan re-read it
 		}
 		if c.To.Hash.IsZero() {
-			ix.remove(c.Path)
+			ix.Remove(c.Path)
 		} else {
-			ix.set(c.Path, c.To.Hash, c.To.Mode, st)
+			ix.Set(c.Path, c.To.Hash, c.To.Mode, st)
 		}
 	}
 	return nil

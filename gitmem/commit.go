@@ -224,7 +224,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		v := PathView{Path: p, InHead: inHead, entry: e, objs: r.objs}
 		switch {
 		case f == nil && !inHead:
-			ix.remove(p) // neither here nor in HEAD: nothing to record
+			ix.Remove(p) // neither here nor in HEAD: nothing to record
 			touched[p] = true
 			continue
 		case f == nil:
@@ -232,7 +232,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		case !inHead:
 			v.Kind, v.Data, v.Mode = ChangeCreate, f.data, f.mode
 		case blobHash(f.data) == e.Hash && f.mode == e.Mode:
-			ix.set(p, e.Hash, e.Mode, f.st) // unchanged: refresh the stat
+			ix.Set(p, e.Hash, e.Mode, f.st) // unchanged: refresh the stat
 			touched[p] = true
 			continue
 		default:
@@ -266,9 +266,9 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 				return res, err
 			}
 			if v.InHead {
-				ix.set(v.Path, v.entry.Hash, v.entry.Mode, st)
+				ix.Set(v.Path, v.entry.Hash, v.entry.Mode, st)
 			} else {
-				ix.remove(v.Path)
+				ix.Remove(v.Path)
 			}
 			touched[v.Path] = true
 			res.Restored = append(res.Restored, rs)
@@ -280,9 +280,9 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 				return res, err
 			}
 			c.Mode = f.mode
-			ix.set(v.Path, c.Hash, c.Mode, f.st)
+			ix.Set(v.Path, c.Hash, c.Mode, f.st)
 		} else {
-			ix.remove(v.Path)
+			ix.Remove(v.Path)
 		}
 		touched[v.Path] = true
 		res.Committed = append(res.Committed, v.Path)
@@ -316,8 +316,8 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		}
 		defer ref.rollback()
 	}
-	ix.smudgeRacy(touched)
-	if ref == nil && !ix.dirty {
+	ix.SmudgeRacy(touched)
+	if ref == nil && !ix.Dirty {
 		return res, nil // nothing new, every stat recorded as it is: no write
 	}
 	ixData, err := r.encodeIndex(ix)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/gitfmt/index"
 )
 
 // freshWriters is how many files a first checkout writes at once: creating
@@ -24,7 +26,7 @@ const freshWriters = 4
 // exchanged or compared: each is created in place, several at once, as
 // git clone does. Blobs are read on this goroutine (go-git's storage is
 // not safe for concurrent readers) and handed to the writers.
-func (r *Repo) writeFresh(changes []fileChange, ix *rawIndex) error {
+func (r *Repo) writeFresh(changes []fileChange, ix *index.Index) error {
 	dirs := map[string]bool{}
 	for _, c := range changes {
 		for d := path.Dir(c.Path); d != "." && !dirs[d]; d = path.Dir(d) {
@@ -79,7 +81,7 @@ func (r *Repo) writeFresh(changes []fileChange, ix *rawIndex) error {
 		return fmt.Errorf("checkout: %w", err)
 	}
 	for i, c := range changes {
-		ix.set(c.Path, c.To.Hash, c.To.Mode, stats[i])
+		ix.Set(c.Path, c.To.Hash, c.To.Mode, stats[i])
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+
+	"github.com/memfsd/memfsd/gitfmt/index"
 )
 
 // indexCache keeps .git/index parsed between writes, so a write does not
@@ -22,22 +24,22 @@ import (
 type indexCache struct {
 	mu      sync.Mutex
 	version uint32
-	entries []rawEntry   // never changed in place: readers get a copy
-	base    *sharedIndex // the shared index entries was read over, if split
-	sum     [indexTrailerSize]byte
+	entries []index.Entry // never changed in place: readers get a copy
+	base    *index.Shared // the shared index entries was read over, if split
+	sum     [index.TrailerSize]byte
 	size    int64
 	// shared is the last shared index read or written (files named by
 	// their checksum never change).
-	shared *sharedIndex
+	shared *index.Shared
 }
 
 // read returns the index at path, from the cache when it is current. The
 // caller owns the result and may change it.
-func (c *indexCache) read(path string) (*rawIndex, error) {
+func (c *indexCache) read(path string) (*index.Index, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.forget()
-		return &rawIndex{version: 2}, nil
+		return &index.Index{Version: 2}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read index: %w", err)
@@ -50,17 +52,17 @@ func (c *indexCache) read(path string) (*rawIndex, error) {
 	mtime := st.Mtim.Sec
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries != nil && st.Size == c.size && st.Size >= indexHeaderLen+indexTrailerSize {
-		var sum [indexTrailerSize]byte
-		if _, err := f.ReadAt(sum[:], st.Size-indexTrailerSize); err == nil && sum == c.sum {
-			return &rawIndex{version: c.version, entries: slices.Clone(c.entries), mtime: mtime, base: c.base}, nil
+	if c.entries != nil && st.Size == c.size && st.Size >= index.HeaderLen+index.TrailerSize {
+		var sum [index.TrailerSize]byte
+		if _, err := f.ReadAt(sum[:], st.Size-index.TrailerSize); err == nil && sum == c.sum {
+			return &index.Index{Version: c.version, Entries: slices.Clone(c.entries), Mtime: mtime, Base: c.base}, nil
 		}
 	}
 	data := make([]byte, st.Size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, fmt.Errorf("read index: %w", err)
 	}
-	ix, link, err := parseRawIndex(data)
+	ix, link, err := index.Parse(data)
 	if err == nil && link != nil {
 		err = c.mergeShared(filepath.Dir(path), ix, link)
 	}
@@ -68,56 +70,56 @@ func (c *indexCache) read(path string) (*rawIndex, error) {
 		c.entries = nil
 		return nil, err
 	}
-	ix.mtime = mtime
+	ix.Mtime = mtime
 	c.keep(ix, data)
-	ix.entries = slices.Clone(ix.entries)
+	ix.Entries = slices.Clone(ix.Entries)
 	return ix, nil
 }
 
 // wrote records that data, the encoding of ix, is now the index on disk.
 // ix must not change afterwards.
-func (c *indexCache) wrote(ix *rawIndex, data []byte) {
+func (c *indexCache) wrote(ix *index.Index, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keep(ix, data)
 }
 
-func (c *indexCache) keep(ix *rawIndex, data []byte) {
+func (c *indexCache) keep(ix *index.Index, data []byte) {
 	c.entries = nil
-	if len(data) < indexHeaderLen+indexTrailerSize {
+	if len(data) < index.HeaderLen+index.TrailerSize {
 		return
 	}
-	copy(c.sum[:], data[len(data)-indexTrailerSize:])
-	if c.sum == ([indexTrailerSize]byte{}) {
+	copy(c.sum[:], data[len(data)-index.TrailerSize:])
+	if c.sum == ([index.TrailerSize]byte{}) {
 		return // no checksum to recognise it by
 	}
-	c.version, c.entries, c.base, c.size = ix.version, ix.entries, ix.base, int64(len(data))
+	c.version, c.entries, c.base, c.size = ix.Version, ix.Entries, ix.Base, int64(len(data))
 	if c.entries == nil {
-		c.entries = []rawEntry{}
+		c.entries = []index.Entry{}
 	}
 }
 
 // mergeShared makes ix, read from a split index, whole: its shared index
 // merged in (git's merge_base_index), and remembered as its base.
-func (c *indexCache) mergeShared(gitDir string, ix *rawIndex, link *indexLink) error {
+func (c *indexCache) mergeShared(gitDir string, ix *index.Index, link *index.Link) error {
 	base := c.shared
-	if base == nil || base.name != link.base {
+	if base == nil || base.Name != link.Base {
 		var err error
-		if base, err = readSharedIndex(gitDir, link.base); err != nil {
+		if base, err = readSharedIndex(gitDir, link.Base); err != nil {
 			return err
 		}
 		c.shared = base
 	}
-	entries, err := mergeSplit(base.entries, ix.entries, link)
+	entries, err := index.MergeSplit(base.Entries, ix.Entries, link)
 	if err != nil {
 		return err
 	}
-	ix.entries, ix.base = entries, base
+	ix.Entries, ix.Base = entries, base
 	return nil
 }
 
 // keepShared remembers a shared index memfsd has just written.
-func (c *indexCache) keepShared(s *sharedIndex) {
+func (c *indexCache) keepShared(s *index.Shared) {
 	c.mu.Lock()
 	c.shared = s
 	c.mu.Unlock()
@@ -135,17 +137,17 @@ func (c *indexCache) forget() {
 // shared index at the next write), with a warning: otherwise no commit
 // could ever be made again. A sparse index is refused instead (rebuilt,
 // the files outside its cone would look deleted).
-func (r *Repo) readIndex() (*rawIndex, error) {
+func (r *Repo) readIndex() (*index.Index, error) {
 	ix, err := r.ixc.read(filepath.Join(r.GitDir, "index"))
 	switch {
 	case err == nil:
 		return ix, nil
-	case errors.Is(err, errSparseIndex):
+	case errors.Is(err, index.ErrSparse):
 		return nil, err
 	case errors.Is(err, errSharedIndexLost):
 		r.log.Warn("the index links to a lost shared index; rebuilt from HEAD (staged changes in it are gone, the work tree is untouched)", "err", err)
 		return r.indexFromHead()
-	case errors.Is(err, errIndexFormat):
+	case errors.Is(err, index.ErrFormat):
 		r.log.Warn("the index cannot be read; rebuilt from HEAD (staged changes in it are gone, the work tree is untouched)", "err", err)
 		return r.indexFromHead()
 	}

@@ -223,12 +223,12 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 				return local, nil, err
 			}
 			got = g
-			ix.set(p, f.remote.Hash, f.remote.Mode, stat)
+			ix.Set(p, f.remote.Hash, f.remote.Mode, stat)
 		} else {
 			if got, err = r.takeWorkFile(p); err != nil {
 				return local, nil, err
 			}
-			ix.remove(p)
+			ix.Remove(p)
 		}
 		touched[p] = true
 		if got.existed && !got.is(f.local.Hash, f.local.Mode) && !got.is(f.remote.Hash, f.remote.Mode) {
@@ -260,7 +260,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			if err != nil {
 				return local, nil, err
 			}
-			ix.set(p, f.remote.Hash, f.remote.Mode, st) // no stat when something else stands there
+			ix.Set(p, f.remote.Hash, f.remote.Mode, st) // no stat when something else stands there
 			touched[p] = true
 			changes = append(changes, change{Path: p, Hash: f.remote.Hash, Mode: f.remote.Mode})
 			done = append(done, p)
@@ -273,7 +273,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err := r.objs.flush(true); err != nil {
 		return local, nil, err
 	}
-	ix.smudgeRacy(touched)
+	ix.SmudgeRacy(touched)
 	ixData, err := r.encodeIndex(ix)
 	if err != nil {
 		return local, nil, err

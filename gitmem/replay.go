@@ -10,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/gitfmt/merge3"
 )
 
 // ConflictName is where the local side of a true conflict is kept:
@@ -274,7 +276,7 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbin
 			return nil, nil, err
 		}
 		if to.Mode == filemode.Regular || to.Mode == filemode.Executable {
-			if merged, ok := Merge3(base, ours, theirs); ok {
+			if merged, ok := merge3.Merge(base, ours, theirs); ok {
 				h, err := r.objs.write(plumbing.BlobObject, merged)
 				if err != nil {
 					return nil, nil, err

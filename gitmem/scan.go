@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"golang.org/x/sys/unix"
 
+	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -149,7 +150,7 @@ func (r *Repo) scanWork() (WorkScan, error) {
 			if err != nil {
 				return err
 			}
-			if e, ok := ix.lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
+			if e, ok := ix.Lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
 				stale = append(stale, rel) // same content, stale stat: refresh below
 			}
 			switch {
@@ -193,7 +194,7 @@ func (r *Repo) refreshIndex(paths []string) {
 	now := time.Now().Unix()
 	changed := 0
 	for _, p := range paths {
-		e, ok := ix.lookup(p)
+		e, ok := ix.Lookup(p)
 		if !ok {
 			continue
 		}
@@ -204,7 +205,7 @@ func (r *Repo) refreshIndex(paths []string) {
 		if blobHash(f.data) != e.Hash || f.mode != e.Mode {
 			continue
 		}
-		ix.set(p, e.Hash, e.Mode, f.st)
+		ix.Set(p, e.Hash, e.Mode, f.st)
 		changed++
 	}
 	if changed == 0 {
@@ -214,7 +215,7 @@ func (r *Repo) refreshIndex(paths []string) {
 	for _, p := range paths {
 		skip[p] = true
 	}
-	ix.smudgeRacy(skip)
+	ix.SmudgeRacy(skip)
 	data, err := r.encodeIndex(ix)
 	if err == nil && lk.write(data, false) == nil && lk.commit() == nil {
 		r.indexWritten(ix, data)
@@ -224,7 +225,7 @@ func (r *Repo) refreshIndex(paths []string) {
 // workHashStat is the blob id and mode of the work-tree file rel (whose
 // lstat is st), taken from the index when its stat still matches; it also
 // says whether the index's stat vouched for the file (no read needed).
-func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *rawIndex) (plumbing.Hash, filemode.FileMode, bool, error) {
+func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *index.Index) (plumbing.Hash, filemode.FileMode, bool, error) {
 	mode := filemode.Regular
 	switch {
 	case st.Mode&syscall.S_IFMT == syscall.S_IFLNK:
@@ -234,7 +235,7 @@ func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *rawIndex) (plumb
 	case st.Mode&0o111 != 0:
 		mode = filemode.Executable
 	}
-	if e, ok := ix.lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.mtime) {
+	if e, ok := ix.Lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.Mtime) {
 		return e.Hash, mode, true, nil
 	}
 	f, err := r.wt.Read(rel)

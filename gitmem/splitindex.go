@@ -2,8 +2,6 @@ package gitmem
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
@@ -44,312 +43,25 @@ const (
 	sharedIndexPrefix = "sharedindex."
 )
 
-// sharedIndex is a parsed .git/sharedindex.<name> file. It never changes:
-// its name is its checksum.
-type sharedIndex struct {
-	name    [20]byte
-	entries []rawEntry
-	size    int64 // of its file
-}
-
-// indexLink is a split index's "link" extension, its bitmaps still encoded.
-type indexLink struct {
-	base              [20]byte
-	deleted, replaced []byte // EWAH bitmaps; both empty when absent
-}
-
-func parseIndexLink(d []byte) (*indexLink, error) {
-	if len(d) < 20 {
-		return nil, fmt.Errorf("read index: %w: short link extension", errIndexFormat)
-	}
-	l := &indexLink{}
-	copy(l.base[:], d)
-	d = d[20:]
-	if len(d) == 0 {
-		return l, nil
-	}
-	n, err := ewahLen(d)
-	if err != nil {
-		return nil, err
-	}
-	l.deleted, d = d[:n], d[n:]
-	if n, err = ewahLen(d); err != nil {
-		return nil, err
-	}
-	if n != len(d) {
-		return nil, fmt.Errorf("read index: %w: garbage after the link extension", errIndexFormat)
-	}
-	l.replaced = d
-	return l, nil
-}
-
-// ewahLen is the length of the EWAH bitmap at the start of d.
-func ewahLen(d []byte) (int, error) {
-	if len(d) < 12 {
-		return 0, fmt.Errorf("read index: %w: short bitmap", errIndexFormat)
-	}
-	words := int(binary.BigEndian.Uint32(d[4:8]))
-	if words > (len(d)-12)/8 {
-		return 0, fmt.Errorf("read index: %w: truncated bitmap", errIndexFormat)
-	}
-	return 12 + words*8, nil
-}
-
-// ewahBits lists the set bits of an EWAH bitmap (git's ewah/ewah_io.c
-// layout: bit count, word count, 64-bit words, last marker's position),
-// each below limit.
-func ewahBits(d []byte, limit int) ([]int, error) {
-	if len(d) == 0 {
-		return nil, nil
-	}
-	bad := fmt.Errorf("read index: %w: a link bitmap names an entry the shared index lacks", errIndexFormat)
-	words := int(binary.BigEndian.Uint32(d[4:8]))
-	word := func(i int) uint64 { return binary.BigEndian.Uint64(d[8+i*8:]) }
-	var bits []int
-	pos := 0
-	for p := 0; p < words; {
-		w := word(p)
-		p++
-		run := int((w >> 1) & 0xffffffff)
-		if run > limit/64+1 {
-			return nil, bad
-		}
-		if w&1 != 0 {
-			for k := 0; k < run*64; k++ {
-				bits = append(bits, pos)
-				pos++
-			}
-		} else {
-			pos += run * 64
-		}
-		for k := 0; k < int(w>>33) && p < words; k++ {
-			lw := word(p)
-			p++
-			for c := 0; c < 64; c++ {
-				if lw>>c&1 != 0 {
-					bits = append(bits, pos)
-				}
-				pos++
-			}
-		}
-		if len(bits) > 0 && bits[len(bits)-1] >= limit {
-			return nil, bad
-		}
-	}
-	return bits, nil
-}
-
-// ewahBitmap encodes the ascending bit positions as an EWAH bitmap, as
-// git's ewah_serialize_strbuf writes it.
-func ewahBitmap(bits []int) []byte {
-	var buf []uint64
-	rlw, size := 0, 0
-	if len(bits) == 0 {
-		buf = []uint64{0}
-	} else {
-		size = bits[len(bits)-1] + 1
-		lits := make([]uint64, (size+63)/64)
-		for _, b := range bits {
-			lits[b/64] |= 1 << (b % 64)
-		}
-		for i := 0; i < len(lits); {
-			zeros := 0
-			for i < len(lits) && lits[i] == 0 {
-				zeros++
-				i++
-			}
-			start := i
-			for i < len(lits) && lits[i] != 0 {
-				i++
-			}
-			rlw = len(buf)
-			buf = append(buf, uint64(zeros)<<1|uint64(i-start)<<33)
-			buf = append(buf, lits[start:i]...)
-		}
-	}
-	out := binary.BigEndian.AppendUint32(nil, uint32(size))
-	out = binary.BigEndian.AppendUint32(out, uint32(len(buf)))
-	for _, w := range buf {
-		out = binary.BigEndian.AppendUint64(out, w)
-	}
-	return binary.BigEndian.AppendUint32(out, uint32(rlw))
-}
-
-// mergeSplit is git's merge_base_index: the shared entries, the replaced
-// ones taken from main (nameless, in bitmap order), the deleted ones
-// dropped, and main's other entries added in order.
-func mergeSplit(shared []rawEntry, main []rawEntry, l *indexLink) ([]rawEntry, error) {
-	deleted, err := ewahBits(l.deleted, len(shared))
-	if err != nil {
-		return nil, err
-	}
-	replaced, err := ewahBits(l.replaced, len(shared))
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(shared)
-	for i, b := range replaced {
-		if i >= len(main) || main[i].path != "" {
-			return nil, fmt.Errorf("read index: %w: the link replaces %d entries, the index holds fewer nameless ones", errIndexFormat, len(replaced))
-		}
-		out[b] = rawEntry{path: shared[b].path, stage: main[i].stage, data: entryWithName(main[i].data, shared[b].path)}
-	}
-	gone := make([]bool, len(shared))
-	for _, b := range deleted {
-		gone[b] = true
-	}
-	kept := out[:0]
-	for i, e := range out {
-		if !gone[i] {
-			kept = append(kept, e)
-		}
-	}
-	added := main[len(replaced):]
-	for _, e := range added {
-		if e.path == "" {
-			return nil, fmt.Errorf("read index: %w: a nameless entry that replaces nothing", errIndexFormat)
-		}
-	}
-	if len(added) == 0 {
-		return kept, nil
-	}
-	// Both sorted: merge; an added entry wins over a kept one of its name
-	// and stage (git's add_index_entry with OK_TO_ADD).
-	merged := make([]rawEntry, 0, len(kept)+len(added))
-	i, j := 0, 0
-	for i < len(kept) || j < len(added) {
-		switch {
-		case j == len(added):
-			merged = append(merged, kept[i])
-			i++
-		case i == len(kept):
-			merged = append(merged, added[j])
-			j++
-		default:
-			switch c := entryCompare(kept[i], added[j]); {
-			case c < 0:
-				merged = append(merged, kept[i])
-				i++
-			case c > 0:
-				merged = append(merged, added[j])
-				j++
-			default:
-				merged = append(merged, added[j])
-				i++
-				j++
-			}
-		}
-	}
-	return merged, nil
-}
-
-// entryCompare orders entries as the index does: by path, then stage.
-func entryCompare(a, b rawEntry) int {
-	if c := strings.Compare(a.path, b.path); c != 0 {
-		return c
-	}
-	return a.stage - b.stage
-}
-
-// entryFixed is the length of an on-disk entry before its name.
-func entryFixed(data []byte) int {
-	if binary.BigEndian.Uint16(data[60:62])&flagExtended != 0 {
-		return indexEntryFixed + 2
-	}
-	return indexEntryFixed
-}
-
-// entryWithName is the on-disk entry data with its name set to name.
-func entryWithName(data []byte, name string) []byte {
-	fixed := entryFixed(data)
-	d := make([]byte, (fixed+len(name)+8)&^7)
-	copy(d, data[:fixed])
-	n := min(len(name), flagNameMask)
-	flags := binary.BigEndian.Uint16(d[60:62])&^flagNameMask | uint16(n)
-	binary.BigEndian.PutUint16(d[60:62], flags)
-	copy(d[fixed:], name)
-	return d
-}
-
-// encodeSplit writes ix as a split index over base, and says how many
-// entries differ from it.
-func (ix *rawIndex) encodeSplit(base *sharedIndex) ([]byte, int) {
-	var deleted, replaced []int
-	var repl, added []rawEntry
-	shared := base.entries
-	i, j := 0, 0
-	for i < len(shared) || j < len(ix.entries) {
-		c := 0
-		switch {
-		case j == len(ix.entries):
-			c = -1
-		case i == len(shared):
-			c = 1
-		default:
-			c = entryCompare(shared[i], ix.entries[j])
-		}
-		switch {
-		case c < 0:
-			deleted = append(deleted, i)
-			i++
-		case c > 0:
-			added = append(added, ix.entries[j])
-			j++
-		default:
-			a, b := shared[i].data, ix.entries[j].data
-			if !(len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])) && !bytes.Equal(a, b) {
-				replaced = append(replaced, i)
-				repl = append(repl, rawEntry{stage: ix.entries[j].stage, data: entryWithName(b, "")})
-			}
-			i++
-			j++
-		}
-	}
-	del, rep := ewahBitmap(deleted), ewahBitmap(replaced)
-	version := ix.version
-	for _, e := range repl {
-		version = versionFor(version, e)
-	}
-	for _, e := range added {
-		version = versionFor(version, e)
-	}
-	buf := append([]byte("DIRC"), 0, 0, 0, 0, 0, 0, 0, 0)
-	binary.BigEndian.PutUint32(buf[4:], version)
-	binary.BigEndian.PutUint32(buf[8:], uint32(len(repl)+len(added)))
-	for _, e := range repl {
-		buf = append(buf, e.data...)
-	}
-	for _, e := range added {
-		buf = append(buf, e.data...)
-	}
-	buf = append(buf, "link"...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(20+len(del)+len(rep)))
-	buf = append(buf, base.name[:]...)
-	buf = append(buf, del...)
-	buf = append(buf, rep...)
-	sum := sha1.Sum(buf)
-	return append(buf, sum[:]...), len(deleted) + len(replaced) + len(added)
-}
-
 // encodeIndex serialises ix for .git/index: whole while it is small (or
 // core.splitIndex is false), else split over its shared index, a new one
 // written first when the changes have grown past splitMaxPercent of it.
-func (r *Repo) encodeIndex(ix *rawIndex) ([]byte, error) {
-	if len(ix.entries) < splitMinEntries || !r.splitIndexAllowed() {
-		ix.base = nil
-		return ix.encode(), nil
+func (r *Repo) encodeIndex(ix *index.Index) ([]byte, error) {
+	if len(ix.Entries) < splitMinEntries || !r.splitIndexAllowed() {
+		ix.Base = nil
+		return ix.Encode(), nil
 	}
-	if ix.base != nil && r.sharedUsable(ix.base) {
-		data, changed := ix.encodeSplit(ix.base)
-		if changed*100 <= len(ix.base.entries)*splitMaxPercent {
+	if ix.Base != nil && r.sharedUsable(ix.Base) {
+		data, changed := ix.EncodeSplit(ix.Base)
+		if changed*100 <= len(ix.Base.Entries)*splitMaxPercent {
 			return data, nil
 		}
 	}
-	whole := ix.encode()
-	base := &sharedIndex{entries: slices.Clone(ix.entries), size: int64(len(whole))}
-	copy(base.name[:], whole[len(whole)-20:])
-	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.name[:]))
-	if fi, err := os.Stat(path); err != nil || fi.Size() != base.size {
+	whole := ix.Encode()
+	base := &index.Shared{Entries: slices.Clone(ix.Entries), Size: int64(len(whole))}
+	copy(base.Name[:], whole[len(whole)-20:])
+	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.Name[:]))
+	if fi, err := os.Stat(path); err != nil || fi.Size() != base.Size {
 		// Durable before any index that links to it is renamed in (not
 		// every index write is followed by a syncfs). Rare: a new shared
 		// index starts past 20 % of changes.
@@ -364,9 +76,9 @@ func (r *Repo) encodeIndex(ix *rawIndex) ([]byte, error) {
 	} else {
 		_ = os.Chtimes(path, time.Now(), time.Now()) // in use again
 	}
-	ix.base, ix.newShared = base, true
+	ix.Base, ix.NewShared = base, true
 	r.ixc.keepShared(base)
-	data, _ := ix.encodeSplit(base)
+	data, _ := ix.EncodeSplit(base)
 	return data, nil
 }
 
@@ -375,10 +87,10 @@ func (r *Repo) encodeIndex(ix *rawIndex) ([]byte, error) {
 // indexes no index was written over for two weeks), and keeps it fresh as
 // git does on every read and write (freshen_shared_index), at most hourly:
 // git and memfsd remove only the shared indexes that have gone stale.
-func (r *Repo) sharedUsable(base *sharedIndex) bool {
-	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.name[:]))
+func (r *Repo) sharedUsable(base *index.Shared) bool {
+	path := filepath.Join(r.GitDir, sharedIndexPrefix+hex.EncodeToString(base.Name[:]))
 	fi, err := os.Stat(path)
-	if err != nil || base.size != 0 && fi.Size() != base.size {
+	if err != nil || base.Size != 0 && fi.Size() != base.Size {
 		return false
 	}
 	if time.Since(fi.ModTime()) > sharedIndexFreshen {
@@ -395,10 +107,10 @@ const sharedIndexFreshen = time.Hour
 // and once an index linking to a new shared index is in place, removes
 // the shared indexes that have gone stale (never before: the index being
 // replaced links to one).
-func (r *Repo) indexWritten(ix *rawIndex, data []byte) {
+func (r *Repo) indexWritten(ix *index.Index, data []byte) {
 	r.ixc.wrote(ix, data)
-	if ix.newShared && ix.base != nil {
-		removeOldSharedIndexes(r.GitDir, sharedIndexPrefix+hex.EncodeToString(ix.base.name[:]))
+	if ix.NewShared && ix.Base != nil {
+		removeOldSharedIndexes(r.GitDir, sharedIndexPrefix+hex.EncodeToString(ix.Base.Name[:]))
 	}
 }
 
@@ -443,8 +155,8 @@ var errSharedIndexLost = errors.New("the shared index it links to is gone or dam
 // HEAD`): what memfsd falls back to when .git/index cannot be read because
 // its shared index is lost, or it cannot be parsed at all. A person's
 // staged changes in it are lost with it; the work tree is untouched.
-func (r *Repo) indexFromHead() (*rawIndex, error) {
-	ix := &rawIndex{version: 2, dirty: true}
+func (r *Repo) indexFromHead() (*index.Index, error) {
+	ix := &index.Index{Version: 2, Dirty: true}
 	head, err := r.Head()
 	if err != nil || head.IsZero() {
 		return ix, err
@@ -459,27 +171,27 @@ func (r *Repo) indexFromHead() (*rawIndex, error) {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
-		ix.set(p, files[p].Hash, files[p].Mode, nil)
+		ix.Set(p, files[p].Hash, files[p].Mode, nil)
 	}
 	return ix, nil
 }
 
 // readSharedIndex reads and checks .git/sharedindex.<name>.
-func readSharedIndex(gitDir string, name [20]byte) (*sharedIndex, error) {
+func readSharedIndex(gitDir string, name [20]byte) (*index.Shared, error) {
 	path := filepath.Join(gitDir, sharedIndexPrefix+hex.EncodeToString(name[:]))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read index: %w: %w", errSharedIndexLost, err)
 	}
-	if len(data) < indexTrailerSize || !bytes.Equal(data[len(data)-indexTrailerSize:], name[:]) {
+	if len(data) < index.TrailerSize || !bytes.Equal(data[len(data)-index.TrailerSize:], name[:]) {
 		return nil, fmt.Errorf("read index: %w: %s does not match its name", errSharedIndexLost, filepath.Base(path))
 	}
-	ix, link, err := parseRawIndex(data)
+	ix, link, err := index.Parse(data)
 	if err != nil {
 		return nil, err
 	}
 	if link != nil {
-		return nil, fmt.Errorf("read index: %w: a shared index links to another", errIndexFormat)
+		return nil, fmt.Errorf("read index: %w: a shared index links to another", index.ErrFormat)
 	}
-	return &sharedIndex{name: name, entries: ix.entries, size: int64(len(data))}, nil
+	return &index.Shared{Name: name, Entries: ix.Entries, Size: int64(len(data))}, nil
 }

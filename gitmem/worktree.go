@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -34,7 +35,7 @@ type fileState struct {
 
 // statMatches reports whether the index entry's stat still describes the
 // file, and the entry is not racy (written in the same second as the index).
-func statMatches(e indexEntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
+func statMatches(e index.EntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
 	if st == nil {
 		return false
 	}

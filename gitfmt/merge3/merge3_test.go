@@ -1,11 +1,11 @@
-package gitmem_test
+package merge3_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/gitfmt/merge3"
 )
 
 func TestMerge3(t *testing.T) {
@@ -22,12 +22,12 @@ func TestMerge3(t *testing.T) {
 		{"no final newline", "A\nb\nc\nd\ne", "a\nb\nc\nd\ne\nf\n", "", false},
 	}
 	for _, c := range cases {
-		got, ok := gitmem.Merge3([]byte(base), []byte(c.ours), []byte(c.theirs))
+		got, ok := merge3.Merge([]byte(base), []byte(c.ours), []byte(c.theirs))
 		if ok != c.ok || (ok && string(got) != c.want) {
 			t.Errorf("%s: got %q, %v; want %q, %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
-	if _, ok := gitmem.Merge3([]byte("x\x00"), []byte("y\x00"), []byte("z\x00")); ok {
+	if _, ok := merge3.Merge([]byte("x\x00"), []byte("y\x00"), []byte("z\x00")); ok {
 		t.Error("binary merged")
 	}
 }
@@ -40,17 +40,17 @@ func FuzzMerge3(f *testing.F) {
 	f.Add("", "new\n", "other\n")
 	f.Add("l1\nl2\nl3\nl4\n", "l1\nl3\nl4\n", "l1\nl2\nl3\nl4\nl5")
 	f.Fuzz(func(t *testing.T, base, a, b string) {
-		if got, ok := gitmem.Merge3([]byte(base), []byte(a), []byte(base)); !ok || string(got) != a {
+		if got, ok := merge3.Merge([]byte(base), []byte(a), []byte(base)); !ok || string(got) != a {
 			if !strings.ContainsRune(base+a, 0) {
 				t.Fatalf("merge(base, a, base) = %q %v, want a %q", got, ok, a)
 			}
 		}
-		if got, ok := gitmem.Merge3([]byte(base), []byte(base), []byte(b)); !ok || string(got) != b {
+		if got, ok := merge3.Merge([]byte(base), []byte(base), []byte(b)); !ok || string(got) != b {
 			if !strings.ContainsRune(base+b, 0) {
 				t.Fatalf("merge(base, base, b) = %q %v, want b %q", got, ok, b)
 			}
 		}
-		got, ok := gitmem.Merge3([]byte(base), []byte(a), []byte(b))
+		got, ok := merge3.Merge([]byte(base), []byte(a), []byte(b))
 		// On conflict memfsd keeps theirs (b) at the path and ours (a) as a
 		// copy: both survive whole.
 		kept := [][]byte{got}

@@ -1,4 +1,4 @@
-package gitmem
+package index
 
 import (
 	"math/rand/v2"

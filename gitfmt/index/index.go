@@ -1,4 +1,10 @@
-package gitmem
+// Package index is git's index file (.git/index, Documentation/gitformat-index)
+// as bytes: versions 2 to 4 read, 2 or 3 written, and the split index (a
+// "link" extension over a shared index, two EWAH bitmaps) read and
+// written. It only parses and encodes: which file is read, when a shared
+// index is written or removed, and the locks around .git/index belong to
+// the repository (package gitmem).
+package index
 
 import (
 	"bytes"
@@ -19,37 +25,40 @@ import (
 // as they are and re-hashing the file costs a fraction of that. Extensions
 // (TREE, UNTR, EOIE, ...) are dropped: git rebuilds the ones it wants.
 
+// Sizes of the on-disk format: the header, an entry's fixed part, and the
+// trailing checksum (a file holds at least HeaderLen+TrailerSize bytes).
 const (
-	indexHeaderLen   = 12
-	indexEntryFixed  = 62
-	flagExtended     = 0x4000
-	flagStageMask    = 0x3000
-	flagNameMask     = 0x0fff
-	indexTrailerSize = 20
+	HeaderLen     = 12
+	entryFixedLen = 62
+	flagExtended  = 0x4000
+	flagStageMask = 0x3000
+	flagNameMask  = 0x0fff
+	TrailerSize   = 20
 )
 
-// rawIndex is a parsed view of .git/index that keeps entries as byte slices.
-type rawIndex struct {
-	version uint32
-	entries []rawEntry
-	mtime   int64 // seconds; racy-git reference point (0: no index)
+// Index is a parsed view of .git/index that keeps entries as byte slices.
+type Index struct {
+	Version uint32
+	Entries []Entry
+	Mtime   int64 // seconds; racy-git reference point (0: no index)
 	// base is the shared index the entries were read over (a split
 	// index), which the next write is split over too; nil when whole.
-	base *sharedIndex
+	Base *Shared
 	// dirty: an entry was added, removed or changed since the read.
-	dirty bool
+	Dirty bool
 	// newShared: encoding it wrote a new shared index (base).
-	newShared bool
+	NewShared bool
 }
 
-type rawEntry struct {
-	path  string
-	stage int
-	data  []byte // the whole on-disk entry, padding included
+// Entry is one entry of the index, kept as its on-disk bytes.
+type Entry struct {
+	Path  string
+	Stage int
+	Data  []byte // the whole on-disk entry, padding included
 }
 
-// indexEntryInfo is what the index records about a file.
-type indexEntryInfo struct {
+// EntryInfo is what the index records about a file.
+type EntryInfo struct {
 	Hash  plumbing.Hash
 	Mode  filemode.FileMode
 	Size  uint32
@@ -58,45 +67,46 @@ type indexEntryInfo struct {
 	Ino   uint32
 }
 
-var errIndexFormat = errors.New("unsupported index format")
+// ErrFormat: the bytes are not an index this package reads.
+var ErrFormat = errors.New("unsupported index format")
 
-// errSparseIndex: a sparse index (index.sparse) holds folders outside the
+// ErrSparse: a sparse index (index.sparse) holds folders outside the
 // sparse cone as single entries; rebuilt from HEAD it would list every
 // file, and those not checked out would look deleted.
-var errSparseIndex = errors.New("a sparse index (index.sparse=true) is not supported; run `git sparse-checkout disable` in the memory folder")
+var ErrSparse = errors.New("a sparse index (index.sparse=true) is not supported; run `git sparse-checkout disable` in the memory folder")
 
-// parseRawIndex parses an index file's bytes; link is its split-index
+// Parse parses an index file's bytes; link is its split-index
 // extension (nil for a whole index), whose shared entries the caller
 // merges in.
-func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
-	if len(data) < indexHeaderLen+indexTrailerSize || string(data[:4]) != "DIRC" {
-		return nil, nil, fmt.Errorf("read index: %w: bad header", errIndexFormat)
+func Parse(data []byte) (ix *Index, link *Link, err error) {
+	if len(data) < HeaderLen+TrailerSize || string(data[:4]) != "DIRC" {
+		return nil, nil, fmt.Errorf("read index: %w: bad header", ErrFormat)
 	}
-	ix = &rawIndex{version: binary.BigEndian.Uint32(data[4:8])}
-	if ix.version < 2 || ix.version > 4 {
-		return nil, nil, fmt.Errorf("read index: %w: version %d (git writes 2 to 4)", errIndexFormat, ix.version)
+	ix = &Index{Version: binary.BigEndian.Uint32(data[4:8])}
+	if ix.Version < 2 || ix.Version > 4 {
+		return nil, nil, fmt.Errorf("read index: %w: version %d (git writes 2 to 4)", ErrFormat, ix.Version)
 	}
 	n := int(binary.BigEndian.Uint32(data[8:12]))
-	ix.entries = make([]rawEntry, 0, n+1)
-	off := indexHeaderLen
-	end := len(data) - indexTrailerSize
+	ix.Entries = make([]Entry, 0, n+1)
+	off := HeaderLen
+	end := len(data) - TrailerSize
 	prev := ""
 	for i := 0; i < n; i++ {
-		if off+indexEntryFixed > end {
-			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
+		if off+entryFixedLen > end {
+			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", ErrFormat, i)
 		}
 		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
-		fixed := indexEntryFixed
+		fixed := entryFixedLen
 		if flags&flagExtended != 0 {
 			fixed += 2
 		}
-		if ix.version == 4 {
+		if ix.Version == 4 {
 			e, size, err := parseEntryV4(data[off:end], fixed, prev)
 			if err != nil {
-				return nil, nil, fmt.Errorf("read index: %w: entry %d: %w", errIndexFormat, i, err)
+				return nil, nil, fmt.Errorf("read index: %w: entry %d: %w", ErrFormat, i, err)
 			}
-			ix.entries = append(ix.entries, e)
-			prev = e.path
+			ix.Entries = append(ix.Entries, e)
+			prev = e.Path
 			off += size
 			continue
 		}
@@ -104,18 +114,18 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		if nameLen == flagNameMask {
 			nul := bytes.IndexByte(data[off+fixed:end], 0)
 			if nul < 0 {
-				return nil, nil, fmt.Errorf("read index: %w: unterminated path", errIndexFormat)
+				return nil, nil, fmt.Errorf("read index: %w: unterminated path", ErrFormat)
 			}
 			nameLen = nul
 		}
 		size := (fixed + nameLen + 8) &^ 7
 		if off+size > end {
-			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", errIndexFormat, i)
+			return nil, nil, fmt.Errorf("read index: %w: truncated entry %d", ErrFormat, i)
 		}
-		ix.entries = append(ix.entries, rawEntry{
-			path:  string(data[off+fixed : off+fixed+nameLen]),
-			stage: int(flags&flagStageMask) >> 12,
-			data:  data[off : off+size],
+		ix.Entries = append(ix.Entries, Entry{
+			Path:  string(data[off+fixed : off+fixed+nameLen]),
+			Stage: int(flags&flagStageMask) >> 12,
+			Data:  data[off : off+size],
 		})
 		off += size
 	}
@@ -125,11 +135,11 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		sig := string(data[off : off+4])
 		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
 		if size > end-off-8 {
-			return nil, nil, fmt.Errorf("read index: %w: truncated %q extension", errIndexFormat, sig)
+			return nil, nil, fmt.Errorf("read index: %w: truncated %q extension", ErrFormat, sig)
 		}
 		switch sig {
 		case "sdir":
-			return nil, nil, fmt.Errorf("read index: %w", errSparseIndex)
+			return nil, nil, fmt.Errorf("read index: %w", ErrSparse)
 		case "link":
 			if link, err = parseIndexLink(data[off+8 : off+8+size]); err != nil {
 				return nil, nil, err
@@ -137,12 +147,12 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 		}
 		off += 8 + size
 	}
-	if ix.version == 4 {
+	if ix.Version == 4 {
 		// Entries are kept in the padded form of versions 2 and 3 (the
 		// form every other step patches and copies), so the index is
 		// written back as 2 or 3: git reads either whatever index.version
 		// says, and rewrites it as 4 at its own next write.
-		ix.version = 2
+		ix.Version = 2
 	}
 	return ix, link, nil
 }
@@ -153,28 +163,28 @@ func parseRawIndex(data []byte) (ix *rawIndex, link *indexLink, err error) {
 // bytes to strip from the end of prev, then the rest of the name follows,
 // NUL-terminated, with no padding. It returns the entry in the padded form
 // of version 2/3, and how many bytes of d it took.
-func parseEntryV4(d []byte, fixed int, prev string) (rawEntry, int, error) {
+func parseEntryV4(d []byte, fixed int, prev string) (Entry, int, error) {
 	if len(d) < fixed {
-		return rawEntry{}, 0, errors.New("truncated")
+		return Entry{}, 0, errors.New("truncated")
 	}
 	strip, n, ok := decodeVarint(d[fixed:])
 	if !ok {
-		return rawEntry{}, 0, errors.New("bad path prefix length")
+		return Entry{}, 0, errors.New("bad path prefix length")
 	}
 	if strip > uint64(len(prev)) {
-		return rawEntry{}, 0, fmt.Errorf("strips %d bytes of a %d-byte path", strip, len(prev))
+		return Entry{}, 0, fmt.Errorf("strips %d bytes of a %d-byte path", strip, len(prev))
 	}
 	rest := d[fixed+n:]
 	nul := bytes.IndexByte(rest, 0)
 	if nul < 0 {
-		return rawEntry{}, 0, errors.New("unterminated path")
+		return Entry{}, 0, errors.New("unterminated path")
 	}
 	path := prev[:len(prev)-int(strip)] + string(rest[:nul])
 	flags := binary.BigEndian.Uint16(d[60:62])
-	return rawEntry{
-		path:  path,
-		stage: int(flags&flagStageMask) >> 12,
-		data:  entryWithName(d[:fixed], path),
+	return Entry{
+		Path:  path,
+		Stage: int(flags&flagStageMask) >> 12,
+		Data:  entryWithName(d[:fixed], path),
 	}, fixed + n + nul + 1, nil
 }
 
@@ -200,27 +210,28 @@ func decodeVarint(d []byte) (v uint64, n int, ok bool) {
 }
 
 // find returns the position of path's first entry, and whether it exists.
-func (ix *rawIndex) find(path string) (int, bool) {
-	i, _ := slices.BinarySearchFunc(ix.entries, path, func(e rawEntry, p string) int {
-		return strings.Compare(e.path, p)
+func (ix *Index) find(path string) (int, bool) {
+	i, _ := slices.BinarySearchFunc(ix.Entries, path, func(e Entry, p string) int {
+		return strings.Compare(e.Path, p)
 	})
-	return i, i < len(ix.entries) && ix.entries[i].path == path
+	return i, i < len(ix.Entries) && ix.Entries[i].Path == path
 }
 
-// lookup returns what the index records for path at stage 0.
-func (ix *rawIndex) lookup(path string) (indexEntryInfo, bool) {
+// Lookup returns what the index records for path at stage 0.
+func (ix *Index) Lookup(path string) (EntryInfo, bool) {
 	i, ok := ix.find(path)
-	if !ok || ix.entries[i].stage != 0 {
-		return indexEntryInfo{}, false
+	if !ok || ix.Entries[i].Stage != 0 {
+		return EntryInfo{}, false
 	}
-	return ix.entries[i].info(), true
+	return ix.Entries[i].Info(), true
 }
 
-func (e rawEntry) info() indexEntryInfo {
-	d := e.data
+// Info decodes what the entry records about its file.
+func (e Entry) Info() EntryInfo {
+	d := e.Data
 	var h plumbing.Hash
 	copy(h[:], d[40:60])
-	return indexEntryInfo{
+	return EntryInfo{
 		Hash:  h,
 		Mode:  filemode.FileMode(binary.BigEndian.Uint32(d[24:28])),
 		Size:  binary.BigEndian.Uint32(d[36:40]),
@@ -230,45 +241,45 @@ func (e rawEntry) info() indexEntryInfo {
 	}
 }
 
-// remove drops every entry of path (all stages) and everything below path/.
-func (ix *rawIndex) remove(path string) {
+// Remove drops every entry of path (all stages) and everything below path/.
+func (ix *Index) Remove(path string) {
 	i, _ := ix.find(path)
 	j := i
-	for j < len(ix.entries) && (ix.entries[j].path == path || strings.HasPrefix(ix.entries[j].path, path+"/")) {
+	for j < len(ix.Entries) && (ix.Entries[j].Path == path || strings.HasPrefix(ix.Entries[j].Path, path+"/")) {
 		j++
 	}
 	// Entries below path/ sort after path but may be separated from it by
 	// names like "path.md" ('.' < '/'): sweep them separately.
-	ix.entries = slices.Delete(ix.entries, i, j)
+	ix.Entries = slices.Delete(ix.Entries, i, j)
 	k, _ := ix.find(path + "/")
 	m := k
-	for m < len(ix.entries) && strings.HasPrefix(ix.entries[m].path, path+"/") {
+	for m < len(ix.Entries) && strings.HasPrefix(ix.Entries[m].Path, path+"/") {
 		m++
 	}
-	ix.entries = slices.Delete(ix.entries, k, m)
+	ix.Entries = slices.Delete(ix.Entries, k, m)
 	if j > i || m > k {
-		ix.dirty = true
+		ix.Dirty = true
 	}
 }
 
-// set records path at stage 0 with the given object and stat, replacing
+// Set records path at stage 0 with the given object and stat, replacing
 // conflict stages, anything below path/ and a file at any parent folder.
-func (ix *rawIndex) set(path string, h plumbing.Hash, mode filemode.FileMode, st *syscall.Stat_t) {
+func (ix *Index) Set(path string, h plumbing.Hash, mode filemode.FileMode, st *syscall.Stat_t) {
 	data := encodeIndexEntry(path, h, mode, st)
-	if i, ok := ix.find(path); ok && ix.entries[i].stage == 0 && bytes.Equal(ix.entries[i].data, data) &&
-		(i+1 == len(ix.entries) || ix.entries[i+1].path != path) {
+	if i, ok := ix.find(path); ok && ix.Entries[i].Stage == 0 && bytes.Equal(ix.Entries[i].Data, data) &&
+		(i+1 == len(ix.Entries) || ix.Entries[i+1].Path != path) {
 		return // recorded as it is (a file entry has nothing below path/)
 	}
-	ix.dirty = true
-	ix.remove(path)
+	ix.Dirty = true
+	ix.Remove(path)
 	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
 		if i, ok := ix.find(dir); ok {
-			ix.entries = slices.Delete(ix.entries, i, i+1)
+			ix.Entries = slices.Delete(ix.Entries, i, i+1)
 		}
 	}
-	e := rawEntry{path: path, data: data}
+	e := Entry{Path: path, Data: data}
 	i, _ := ix.find(path)
-	ix.entries = slices.Insert(ix.entries, i, e)
+	ix.Entries = slices.Insert(ix.Entries, i, e)
 }
 
 func parentDir(p string) string {
@@ -280,7 +291,7 @@ func parentDir(p string) string {
 }
 
 func encodeIndexEntry(path string, h plumbing.Hash, mode filemode.FileMode, st *syscall.Stat_t) []byte {
-	size := (indexEntryFixed + len(path) + 8) &^ 7
+	size := (entryFixedLen + len(path) + 8) &^ 7
 	d := make([]byte, size)
 	be := binary.BigEndian
 	if st != nil {
@@ -305,26 +316,26 @@ func encodeIndexEntry(path string, h plumbing.Hash, mode filemode.FileMode, st *
 	return d
 }
 
-// smudgeRacy zeroes the recorded size of entries written in or after the
+// SmudgeRacy zeroes the recorded size of entries written in or after the
 // second the old index was written (other than the paths just set): their
 // content may have changed without a visible stat change, and once the new
 // index has a newer mtime git would trust the stale stat. A zero size makes
 // git compare the content again.
-func (ix *rawIndex) smudgeRacy(skip map[string]bool) {
-	if ix.mtime == 0 {
+func (ix *Index) SmudgeRacy(skip map[string]bool) {
+	if ix.Mtime == 0 {
 		return
 	}
-	for i := range ix.entries {
-		e := &ix.entries[i]
-		if skip[e.path] || len(e.data) < indexEntryFixed {
+	for i := range ix.Entries {
+		e := &ix.Entries[i]
+		if skip[e.Path] || len(e.Data) < entryFixedLen {
 			continue
 		}
-		mt := int64(binary.BigEndian.Uint32(e.data[8:12]))
-		if mt >= ix.mtime && binary.BigEndian.Uint32(e.data[36:40]) != 0 {
-			d := slices.Clone(e.data)
+		mt := int64(binary.BigEndian.Uint32(e.Data[8:12]))
+		if mt >= ix.Mtime && binary.BigEndian.Uint32(e.Data[36:40]) != 0 {
+			d := slices.Clone(e.Data)
 			binary.BigEndian.PutUint32(d[36:40], 0)
-			e.data = d
-			ix.dirty = true
+			e.Data = d
+			ix.Dirty = true
 		}
 	}
 }
@@ -332,28 +343,28 @@ func (ix *rawIndex) smudgeRacy(skip map[string]bool) {
 // versionFor is the index version to write an entry under: an entry with
 // extended flags (skip-worktree, intent-to-add) needs version 3, which git
 // refuses to read as 2.
-func versionFor(version uint32, e rawEntry) uint32 {
-	if version < 3 && len(e.data) >= indexEntryFixed && binary.BigEndian.Uint16(e.data[60:62])&flagExtended != 0 {
+func versionFor(version uint32, e Entry) uint32 {
+	if version < 3 && len(e.Data) >= entryFixedLen && binary.BigEndian.Uint16(e.Data[60:62])&flagExtended != 0 {
 		return 3
 	}
 	return version
 }
 
-// encode serialises the index as version 2 or 3 (as read; 2 for an index
+// Encode serialises the index as version 2 or 3 (as read; 2 for an index
 // read as 4, 3 when an entry needs it), no extensions.
-func (ix *rawIndex) encode() []byte {
-	n := indexHeaderLen + indexTrailerSize
-	version := ix.version
-	for _, e := range ix.entries {
-		n += len(e.data)
+func (ix *Index) Encode() []byte {
+	n := HeaderLen + TrailerSize
+	version := ix.Version
+	for _, e := range ix.Entries {
+		n += len(e.Data)
 		version = versionFor(version, e)
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, "DIRC"...)
 	buf = binary.BigEndian.AppendUint32(buf, version)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(ix.entries)))
-	for _, e := range ix.entries {
-		buf = append(buf, e.data...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(ix.Entries)))
+	for _, e := range ix.Entries {
+		buf = append(buf, e.Data...)
 	}
 	sum := sha1.Sum(buf)
 	return append(buf, sum[:]...)

@@ -1,4 +1,7 @@
-package gitmem
+// Package merge3 is git's three-way merge of a text file (diff3, as `git
+// merge-file` does it), line by line: the one format in this layer that is
+// not a file of .git but the rule a sync applies to two edits of one file.
+package merge3
 
 import (
 	"bytes"
@@ -7,11 +10,11 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// Merge3 merges two edits (ours, theirs) of base line by line, as diff3
+// Merge merges two edits (ours, theirs) of base line by line, as diff3
 // does. It returns the merged text and true, or false when both sides
 // changed the same lines differently (a true conflict) or either side is
 // binary; the caller then keeps both versions whole.
-func Merge3(base, ours, theirs []byte) ([]byte, bool) {
+func Merge(base, ours, theirs []byte) ([]byte, bool) {
 	switch {
 	case bytes.Equal(ours, theirs):
 		return ours, true
