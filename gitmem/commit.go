@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -361,7 +361,7 @@ func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []change, messa
 		parents = append(parents, tip)
 	}
 	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
-	commit, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, parents, sig, sig, message))
+	commit, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, parents, sig, sig, message))
 	if err != nil {
 		return tip, tipTree, err
 	}
@@ -409,41 +409,6 @@ func (r *Repo) restoreHeadVersion(v PathView, keep func(string, []byte) error) (
 		}
 	}
 	return rs, st, nil
-}
-
-// encodeCommit is a commit object's body.
-func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer object.Signature, message string) []byte {
-	var b bytes.Buffer
-	b.WriteString("tree " + tree.String() + "\n")
-	for _, p := range parents {
-		b.WriteString("parent " + p.String() + "\n")
-	}
-	b.WriteString("author " + sigLine(author) + "\n")
-	b.WriteString("committer " + sigLine(committer) + "\n\n")
-	b.WriteString(strings.TrimRight(message, "\n") + "\n")
-	return b.Bytes()
-}
-
-func sigLine(s object.Signature) string {
-	who, when := s, s.When
-	_, offset := when.Zone()
-	sign := '+'
-	if offset < 0 {
-		sign = '-'
-		offset = -offset
-	}
-	tz := fmt.Sprintf("%c%02d%02d", sign, offset/3600, (offset%3600)/60)
-	return sanitizeSig(who.Name) + " <" + sanitizeSig(who.Email) + "> " + strconv.FormatInt(when.Unix(), 10) + " " + tz
-}
-
-// sanitizeSig strips what would break a signature line (git does the same).
-func sanitizeSig(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '<' || r == '>' || r == '\n' || r == 0 {
-			return -1
-		}
-		return r
-	}, strings.TrimSpace(s))
 }
 
 // reflogCommitMsg is git's reflog message for commits: "commit: <subject>"

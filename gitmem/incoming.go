@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
 // ErrRemoteDeleteHeld: an incoming update would delete what the Incoming
@@ -96,7 +98,7 @@ func (r *Repo) checkIncoming(local, remote, result plumbing.Hash) (plumbing.Hash
 		}
 		sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
 		msg := fmt.Sprintf("memfsd: restore %d files a remote update deleted\n\nRemote tip: %s\n", len(gone), remote)
-		h, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, []plumbing.Hash{result}, sig, sig, msg))
+		h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{result}, sig, sig, msg))
 		if err != nil {
 			return result, false, err
 		}

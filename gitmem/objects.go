@@ -2,13 +2,10 @@ package gitmem
 
 import (
 	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +16,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/memfsd/memfsd/gitfmt/codec"
+	"github.com/memfsd/memfsd/gitfmt/pack"
 )
 
 // objectStore writes objects itself, one small pack per flush (go-git's
@@ -33,7 +33,7 @@ type objectStore struct {
 	// pending are the objects written since the last flush (pendingAt
 	// indexes them); recent locates the objects of the packs written since
 	// go-git last re-read the pack list.
-	pending   []pendingObject
+	pending   []pack.Object
 	pendingAt map[plumbing.Hash]int
 	recent    map[plumbing.Hash]recentObject
 	// kept are the .keep files of packs whose refs may not have moved yet.
@@ -111,25 +111,6 @@ func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectSto
 	return s
 }
 
-// zlibPool keeps compressors: a fresh one allocates ~600 KB of state.
-var zlibPool = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return zw
-}}
-
-// hashObject is git's object id of data of type t.
-func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
-	h := sha1.New()
-	h.Write(t.Bytes())
-	h.Write([]byte{' '})
-	h.Write(strconv.AppendInt(nil, int64(len(data)), 10))
-	h.Write([]byte{0})
-	h.Write(data)
-	var out plumbing.Hash
-	copy(out[:], h.Sum(nil))
-	return out
-}
-
 // rereadPacks makes go-git look at objects/pack afresh: it drops the pack
 // list and closes the pack files it keeps open (a pack that a repack or a
 // person's git gc removed would otherwise stay open, its disk space held,
@@ -192,7 +173,7 @@ func (s *objectStore) loosePath(h plumbing.Hash) string {
 // memory until the next flush packs it (writepack.go). data must not
 // change afterwards.
 func (s *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	h := hashObject(t, data)
+	h := codec.Hash(t, data)
 	// Only the cache and the loose file are checked: asking go-git about
 	// packs costs an open per call, and an object in two packs, or packed
 	// and loose, is harmless (git itself allows it; gc drops the copy).

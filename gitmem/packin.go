@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/memfsd/memfsd/gitfmt/pack"
 	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
@@ -79,8 +80,8 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}
 	pk.pack = f.Name()
 	defer f.Close()
-	// Written and indexed in one pass, as it arrives (indexPack).
-	idx, sum, err := indexPack(ctx, demuxSideband(req.Capabilities, resp), f)
+	// Written and indexed in one pass, as it arrives (pack.Index).
+	idx, sum, err := pack.Index(ctx, demuxSideband(req.Capabilities, resp), f)
 	if err != nil {
 		return nil, fmt.Errorf("download pack: %w", err)
 	}

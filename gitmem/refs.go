@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
 // ErrRefMoved is returned by a compare-and-swap on a ref that someone else
@@ -164,7 +166,7 @@ func (e *reflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
 		sign, offset = '-', -offset
 	}
 	msg := strings.ReplaceAll(strings.TrimSpace(e.msg), "\n", " ")
-	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, sanitizeSig(e.who.Name), sanitizeSig(e.who.Email),
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, codec.SanitizeSig(e.who.Name), codec.SanitizeSig(e.who.Email),
 		time.Now().Unix(), sign, offset/3600, (offset%3600)/60, msg)
 	targets := []string{name}
 	if head, err := headBranch(gitDir); err == nil && head == name {

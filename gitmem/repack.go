@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,8 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/memfsd/memfsd/gitfmt/pack"
 	"github.com/memfsd/memfsd/internal/atomicfile"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultRepackLoose is how many loose objects make a repack worth it.
@@ -254,16 +253,6 @@ func geometricRollUp(packs []packInfo, loose int) []packInfo {
 	return merge
 }
 
-// lowerThreadPriority puts the calling goroutine on a thread of its own at
-// the lowest CPU priority (nice 19, per thread on Linux): a repack's
-// compression and delta work then takes only the CPU the agents' writes
-// leave. The goroutine must end without unlocking, so the runtime retires
-// the thread instead of handing it, still niced, to other goroutines.
-func lowerThreadPriority() {
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
-}
-
 // repackSlot lets one repack run at a time in the process.
 var repackSlot = make(chan struct{}, 1)
 
@@ -315,7 +304,7 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	go func() { // owns st; ends when the pack is written or the pipe is closed
 		defer encDone() // Close waits for this goroutine, st closed
 		defer st.Close()
-		lowerThreadPriority()
+		pack.LowerThreadPriority()
 		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx}, false).Encode(objects, 10)
 		pw.CloseWithError(err) // an error reaches the indexer through the pipe
 	}()
@@ -327,8 +316,8 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	}
 	got := make(chan indexed, 1)
 	go func() { // on a low-priority thread too, retired when done
-		lowerThreadPriority()
-		idx, sum, err := indexPackAt(ctx, pr, pf, true)
+		pack.LowerThreadPriority()
+		idx, sum, err := pack.IndexAt(ctx, pr, pf, true)
 		got <- indexed{idx, sum, err}
 	}()
 	res := <-got

@@ -25,7 +25,7 @@ func repackGoroutines(working bool) string {
 		if !strings.Contains(g, "writeDeltaPack") {
 			continue
 		}
-		if working && !strings.Contains(g, "packfile.") && !strings.Contains(g, "indexPackAt") {
+		if working && !strings.Contains(g, "packfile.") && !strings.Contains(g, "pack.IndexAt") {
 			continue
 		}
 		out = append(out, g)

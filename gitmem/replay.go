@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
 )
 
@@ -205,7 +206,7 @@ func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 		if len(conflicts) > 0 {
 			msg = strings.TrimRight(msg, "\n") + "\n\nmemfsd: conflict copies: " + strings.Join(conflicts, ", ") + "\n"
 		}
-		h, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, []plumbing.Hash{tip}, c.Author, committer, msg))
+		h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{tip}, c.Author, committer, msg))
 		if err != nil {
 			return res, err
 		}
@@ -346,7 +347,7 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 	}
 	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
 	msg := fmt.Sprintf("memfsd: restore %d local files after the remote history was replaced\n\nOld local tip: %s\n", len(changes), local)
-	h, err := r.objs.write(plumbing.CommitObject, encodeCommit(tree, []plumbing.Hash{remote}, sig, sig, msg))
+	h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{remote}, sig, sig, msg))
 	if err != nil {
 		return res, err
 	}

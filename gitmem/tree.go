@@ -1,15 +1,14 @@
 package gitmem
 
 import (
-	"bytes"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
 // change sets one path of a tree to a blob, or removes it (Hash zero).
@@ -83,7 +82,7 @@ func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Ha
 	if len(entries) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	data, list := encodeTree(entries)
+	data, list := codec.EncodeTree(entries)
 	h, err := s.write(plumbing.TreeObject, data)
 	if err == nil {
 		s.cacheTree(h, &object.Tree{Hash: h, Entries: list})
@@ -98,32 +97,4 @@ func allDeletes(cs []change) bool {
 		}
 	}
 	return true
-}
-
-// encodeTree serialises entries in git's order, where a folder sorts as
-// "name/": "a.md" < "a/" < "a0".
-func encodeTree(entries map[string]object.TreeEntry) ([]byte, []object.TreeEntry) {
-	list := make([]object.TreeEntry, 0, len(entries))
-	for _, e := range entries {
-		list = append(list, e)
-	}
-	slices.SortFunc(list, func(a, b object.TreeEntry) int {
-		return strings.Compare(treeSortKey(a), treeSortKey(b))
-	})
-	var buf bytes.Buffer
-	for _, e := range list {
-		buf.WriteString(strconv.FormatUint(uint64(e.Mode), 8))
-		buf.WriteByte(' ')
-		buf.WriteString(e.Name)
-		buf.WriteByte(0)
-		buf.Write(e.Hash[:])
-	}
-	return buf.Bytes(), list
-}
-
-func treeSortKey(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
-	}
-	return e.Name
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -44,4 +45,4 @@ func statMatches(e index.EntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
 }
 
 // blobHash is the id the content would have as a blob.
-func blobHash(data []byte) plumbing.Hash { return hashObject(plumbing.BlobObject, data) }
+func blobHash(data []byte) plumbing.Hash { return codec.Hash(plumbing.BlobObject, data) }

@@ -1,22 +1,19 @@
 package gitmem
 
 import (
-	"bytes"
 	"compress/zlib"
-	"crypto/sha1"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/memfsd/memfsd/gitfmt/pack"
 )
 
 // One write, one small pack. The objects of a write (a blob, its folders'
@@ -41,13 +38,6 @@ import (
 // at 51k objects), so the store reads its own recent packs itself (recent)
 // until something makes go-git look again anyway.
 
-// pendingObject is an object written since the last flush.
-type pendingObject struct {
-	h    plumbing.Hash
-	t    plumbing.ObjectType
-	data []byte
-}
-
 // recentObject locates an object in a pack this store wrote.
 type recentObject struct {
 	pack string // the .pack file
@@ -71,7 +61,7 @@ func (s *objectStore) stage(h plumbing.Hash, t plumbing.ObjectType, data []byte)
 		s.pendingAt = map[plumbing.Hash]int{}
 	}
 	s.pendingAt[h] = len(s.pending)
-	s.pending = append(s.pending, pendingObject{h: h, t: t, data: data})
+	s.pending = append(s.pending, pack.Object{Hash: h, Type: t, Data: data})
 	s.remember(h)
 	s.looseSince.Add(1)
 }
@@ -80,10 +70,10 @@ func (s *objectStore) stage(h plumbing.Hash, t plumbing.ObjectType, data []byte)
 // that says they exist: they never reached the disk.
 func (s *objectStore) forgetPending() {
 	for _, p := range s.pending {
-		delete(s.present, p.h)
-		delete(s.trees, p.h)
-		delete(s.commitTrees, p.h)
-		delete(s.commits, p.h)
+		delete(s.present, p.Hash)
+		delete(s.trees, p.Hash)
+		delete(s.commitTrees, p.Hash)
+		delete(s.commits, p.Hash)
 	}
 	s.dropPending()
 }
@@ -102,7 +92,7 @@ func (s *objectStore) writePending() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	pack, idx, offsets := encodeWritePack(s.pending)
+	pack, idx, offsets := pack.Encode(s.pending)
 	packDir := filepath.Join(s.dir, "pack")
 	base := filepath.Join(packDir, "pack-"+plumbing.Hash(pack[len(pack)-20:]).String())
 	packPlaced := false
@@ -129,7 +119,7 @@ func (s *objectStore) writePending() error {
 		s.recent = map[plumbing.Hash]recentObject{}
 	}
 	for i, p := range s.pending {
-		s.recent[p.h] = recentObject{pack: base + ".pack", off: offsets[i], t: p.t, size: int64(len(p.data))}
+		s.recent[p.Hash] = recentObject{pack: base + ".pack", off: offsets[i], t: p.Type, size: int64(len(p.Data))}
 	}
 	s.writePacks.Add(1)
 	return nil
@@ -196,81 +186,13 @@ func (s *objectStore) placeFile(path string, data []byte) (placed bool, err erro
 	return true, nil
 }
 
-// encodeWritePack encodes objs as a version 2 pack of whole objects and its
-// version 2 index; offsets[i] is where objs[i] starts in the pack.
-func encodeWritePack(objs []pendingObject) (pack, idx []byte, offsets []int64) {
-	var buf bytes.Buffer
-	buf.WriteString("PACK")
-	binary.Write(&buf, binary.BigEndian, [2]uint32{2, uint32(len(objs))})
-	zw := zlibPool.Get().(*zlib.Writer)
-	defer zlibPool.Put(zw)
-	offsets = make([]int64, len(objs))
-	crcs := make([]uint32, len(objs))
-	for i, o := range objs {
-		offsets[i] = int64(buf.Len())
-		size := uint64(len(o.data))
-		b := byte(o.t)<<4 | byte(size&0x0f)
-		for size >>= 4; size > 0; size >>= 7 {
-			buf.WriteByte(b | 0x80)
-			b = byte(size & 0x7f)
-		}
-		buf.WriteByte(b)
-		zw.Reset(&buf)
-		zw.Write(o.data)
-		zw.Close()
-		crcs[i] = crc32.ChecksumIEEE(buf.Bytes()[offsets[i]:])
-	}
-	sum := sha1.Sum(buf.Bytes())
-	buf.Write(sum[:])
-	return buf.Bytes(), encodeIdx(objs, offsets, crcs, sum), offsets
-}
-
-// encodeIdx is a version 2 pack index (git's Documentation/gitformat-pack).
-func encodeIdx(objs []pendingObject, offsets []int64, crcs []uint32, packSum [20]byte) []byte {
-	order := make([]int, len(objs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(objs[a].h[:], objs[b].h[:]) })
-	var buf bytes.Buffer
-	buf.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
-	var fanout [256]uint32
-	for _, o := range objs {
-		fanout[o.h[0]]++
-	}
-	for i := 1; i < 256; i++ {
-		fanout[i] += fanout[i-1]
-	}
-	binary.Write(&buf, binary.BigEndian, fanout)
-	for _, i := range order {
-		buf.Write(objs[i].h[:])
-	}
-	for _, i := range order {
-		binary.Write(&buf, binary.BigEndian, crcs[i])
-	}
-	var large []uint64
-	for _, i := range order {
-		off := uint32(offsets[i])
-		if offsets[i] >= 1<<31 {
-			off = 1<<31 | uint32(len(large))
-			large = append(large, uint64(offsets[i]))
-		}
-		binary.Write(&buf, binary.BigEndian, off)
-	}
-	binary.Write(&buf, binary.BigEndian, large)
-	buf.Write(packSum[:])
-	sum := sha1.Sum(buf.Bytes())
-	buf.Write(sum[:])
-	return buf.Bytes()
-}
-
 // ownObject returns an object of the write in progress or of a pack this
 // store wrote, without go-git. ok is false when it is neither (or its pack
 // went, to a person's `git gc`: go-git finds it where it went).
 func (s *objectStore) ownObject(h plumbing.Hash) (t plumbing.ObjectType, data []byte, ok bool) {
 	if i, found := s.pendingAt[h]; found {
 		p := s.pending[i]
-		return p.t, p.data, true
+		return p.Type, p.Data, true
 	}
 	loc, found := s.recent[h]
 	if !found {
@@ -307,7 +229,7 @@ func readWholeEntry(loc recentObject) ([]byte, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	data, err := inflateAll(zr, loc.size)
+	data, err := pack.Inflate(zr, loc.size)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +273,7 @@ func (r objectReader) HasEncodedObject(h plumbing.Hash) error {
 
 func (r objectReader) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if i, ok := r.s.pendingAt[h]; ok {
-		return int64(len(r.s.pending[i].data)), nil
+		return int64(len(r.s.pending[i].Data)), nil
 	}
 	if loc, ok := r.s.recent[h]; ok {
 		return loc.size, nil

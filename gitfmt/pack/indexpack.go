@@ -1,4 +1,4 @@
-package gitmem
+package pack
 
 import (
 	"bufio"
@@ -20,9 +20,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
-// indexPack is memfsd's own `git index-pack`: it writes a pack to a file as
+// Index is memfsd's own `git index-pack`: it writes a pack to a file as
 // the bytes arrive and indexes it in the same pass, as git clone does.
 //
 // Pass one runs at the network's pace: it reads each entry's header and
@@ -57,9 +59,9 @@ const (
 	maxChainBytes = 1 << 30
 )
 
-// errBadPack marks a pack that is malformed (as opposed to one that could
+// ErrBadPack marks a pack that is malformed (as opposed to one that could
 // not be read or written).
-var errBadPack = errors.New("malformed pack")
+var ErrBadPack = errors.New("malformed pack")
 
 // packEntry is one object of the pack.
 type packEntry struct {
@@ -114,16 +116,16 @@ func (c *countingReader) ReadByte() (byte, error) {
 	return b, err
 }
 
-// indexPack copies the pack from src to f, indexes it, and returns its
+// Index copies the pack from src to f, indexes it, and returns its
 // index and checksum. f is left at the pack's end. Cancelling ctx stops the
 // delta resolution (the reading stops when src is closed).
-func indexPack(ctx context.Context, src io.Reader, f *os.File) (*idxfile.MemoryIndex, plumbing.Hash, error) {
-	return indexPackAt(ctx, src, f, false)
+func Index(ctx context.Context, src io.Reader, f *os.File) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+	return IndexAt(ctx, src, f, false)
 }
 
-// indexPackAt is indexPack, its delta workers on low-priority threads when
+// IndexAt is Index, its delta workers on low-priority threads when
 // low (background work that must not slow the agents' writes).
-func indexPackAt(ctx context.Context, src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+func IndexAt(ctx context.Context, src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
 	ix := &packIndexer{low: low, ctx: ctx}
 	n, err := ix.scan(src, f)
 	if err != nil {
@@ -160,10 +162,10 @@ func (ix *packIndexer) scan(src io.Reader, dst io.Writer) (int64, error) {
 		return 0, fmt.Errorf("read pack header: %w", err)
 	}
 	if string(hdr[:4]) != "PACK" {
-		return 0, fmt.Errorf("%w: no PACK signature", errBadPack)
+		return 0, fmt.Errorf("%w: no PACK signature", ErrBadPack)
 	}
 	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
-		return 0, fmt.Errorf("%w: version %d", errBadPack, v)
+		return 0, fmt.Errorf("%w: version %d", ErrBadPack, v)
 	}
 	count := binary.BigEndian.Uint32(hdr[8:12])
 	if count == 0 {
@@ -185,16 +187,16 @@ func (ix *packIndexer) scan(src io.Reader, dst io.Writer) (int64, error) {
 			err = zr.(zlib.Resetter).Reset(in, nil)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%w: object at %d: %v", errBadPack, e.off, err)
+			return 0, fmt.Errorf("%w: object at %d: %v", ErrBadPack, e.off, err)
 		}
 		keep := ix.kept+e.size <= keepBudget
-		data, err := inflateAll(zr, e.size)
+		data, err := Inflate(zr, e.size)
 		if err != nil {
-			return 0, fmt.Errorf("%w: object at %d: %v", errBadPack, e.off, err)
+			return 0, fmt.Errorf("%w: object at %d: %v", ErrBadPack, e.off, err)
 		}
 		if !e.isDelta() {
 			e.typ = e.raw
-			e.hash = hashObject(e.typ, data)
+			e.hash = codec.Hash(e.typ, data)
 		}
 		if keep {
 			e.data = data
@@ -206,7 +208,7 @@ func (ix *packIndexer) scan(src io.Reader, dst io.Writer) (int64, error) {
 		return 0, fmt.Errorf("read pack trailer: %w", err)
 	}
 	if extra, _ := io.Copy(io.Discard, in); extra > 0 {
-		return 0, fmt.Errorf("%w: %d bytes after the trailer", errBadPack, extra)
+		return 0, fmt.Errorf("%w: %d bytes after the trailer", ErrBadPack, extra)
 	}
 	ix.sum = trailer
 	return in.off, nil
@@ -224,7 +226,7 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 	size := int64(b & 0x0f)
 	for shift := 4; b&0x80 != 0; shift += 7 {
 		if shift > 56 {
-			return fmt.Errorf("%w: object size too large at %d", errBadPack, e.off)
+			return fmt.Errorf("%w: object size too large at %d", ErrBadPack, e.off)
 		}
 		if b, err = in.ReadByte(); err != nil {
 			return fmt.Errorf("read object %d: %w", i, err)
@@ -233,7 +235,7 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 	}
 	e.size = size
 	if size > maxObjectSize {
-		return fmt.Errorf("%w: the object at %d declares %d bytes, over the %d MiB limit for one object", errBadPack, e.off, size, maxObjectSize>>20)
+		return fmt.Errorf("%w: the object at %d declares %d bytes, over the %d MiB limit for one object", ErrBadPack, e.off, size, maxObjectSize>>20)
 	}
 	switch e.raw {
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
@@ -245,7 +247,7 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 		rel := int64(b & 0x7f)
 		for b&0x80 != 0 {
 			if rel > 1<<50 {
-				return fmt.Errorf("%w: delta offset too large at %d", errBadPack, e.off)
+				return fmt.Errorf("%w: delta offset too large at %d", ErrBadPack, e.off)
 			}
 			if b, err = in.ReadByte(); err != nil {
 				return fmt.Errorf("read object %d: %w", i, err)
@@ -253,7 +255,7 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 			rel = ((rel + 1) << 7) | int64(b&0x7f)
 		}
 		if rel <= 0 || rel > e.off {
-			return fmt.Errorf("%w: delta base offset out of range at %d", errBadPack, e.off)
+			return fmt.Errorf("%w: delta base offset out of range at %d", ErrBadPack, e.off)
 		}
 		e.baseOff = e.off - rel
 	case plumbing.REFDeltaObject:
@@ -264,16 +266,16 @@ func (ix *packIndexer) readHeader(in *countingReader, e *packEntry, i int) error
 		e.baseRef = int32(len(ix.refBases))
 		ix.refBases = append(ix.refBases, h)
 	default:
-		return fmt.Errorf("%w: object type %d at %d", errBadPack, e.raw, e.off)
+		return fmt.Errorf("%w: object type %d at %d", ErrBadPack, e.raw, e.off)
 	}
 	e.dataOff = in.off
 	return nil
 }
 
-// inflateAll reads a zlib stream that must hold exactly size bytes, to its
+// Inflate reads a zlib stream that must hold exactly size bytes, to its
 // end (so its checksum is read and checked too). Memory grows with what
 // actually inflates, not with the declared size.
-func inflateAll(zr io.Reader, size int64) ([]byte, error) {
+func Inflate(zr io.Reader, size int64) ([]byte, error) {
 	data := make([]byte, 0, min(size, 64<<10))
 	buf := bytes.NewBuffer(data)
 	if n, err := buf.ReadFrom(io.LimitReader(zr, size)); err != nil {
@@ -309,7 +311,7 @@ func (ix *packIndexer) resolve() error {
 		ix.entries[i].crc = crc32.ChecksumIEEE(ix.file[ix.entries[i].off:end])
 	}
 	if sha1.Sum(ix.file[:len(ix.file)-20]) != ix.sum {
-		return fmt.Errorf("%w: checksum mismatch (a damaged download)", errBadPack)
+		return fmt.Errorf("%w: checksum mismatch (a damaged download)", ErrBadPack)
 	}
 
 	// Children of every base: by offset, and by id for REF_DELTA.
@@ -326,7 +328,7 @@ func (ix *packIndexer) resolve() error {
 		case e.raw == plumbing.OFSDeltaObject:
 			b, ok := byOff[e.baseOff]
 			if !ok {
-				return fmt.Errorf("%w: delta at %d names no object at %d", errBadPack, e.off, e.baseOff)
+				return fmt.Errorf("%w: delta at %d names no object at %d", ErrBadPack, e.off, e.baseOff)
 			}
 			ofsKids[b] = append(ofsKids[b], int32(i))
 		case e.raw == plumbing.REFDeltaObject:
@@ -358,7 +360,7 @@ func (ix *packIndexer) resolve() error {
 		go func() {
 			defer wg.Done()
 			if ix.low {
-				lowerThreadPriority()
+				LowerThreadPriority()
 			}
 			var failed error
 			for root := range work {
@@ -390,7 +392,7 @@ func (ix *packIndexer) resolve() error {
 	}
 	for i := range ix.entries {
 		if ix.entries[i].typ == plumbing.InvalidObject {
-			return fmt.Errorf("%w: the delta at %d has no base in the pack (a thin pack)", errBadPack, ix.entries[i].off)
+			return fmt.Errorf("%w: the delta at %d has no base in the pack (a thin pack)", ErrBadPack, ix.entries[i].off)
 		}
 	}
 	return nil
@@ -401,7 +403,7 @@ func (ix *packIndexer) resolve() error {
 // so far (levels, bytes kept alive).
 func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []int32, depth int, live int64) error {
 	if depth > maxDeltaDepth || live > maxChainBytes {
-		return fmt.Errorf("%w: a delta chain deeper than %d or holding over %d MiB, from the object at %d", errBadPack, maxDeltaDepth, maxChainBytes>>20, ix.entries[base].off)
+		return fmt.Errorf("%w: a delta chain deeper than %d or holding over %d MiB, from the object at %d", ErrBadPack, maxDeltaDepth, maxChainBytes>>20, ix.entries[base].off)
 	}
 	for _, k := range kids(base) {
 		if !ix.claimed[k].CompareAndSwap(false, true) {
@@ -413,14 +415,14 @@ func (ix *packIndexer) resolveKids(base int32, data []byte, kids func(int32) []i
 			return err
 		}
 		if sz, _ := deltaTargetSize(delta); sz > maxObjectSize {
-			return fmt.Errorf("%w: the delta at %d makes %d bytes, over the %d MiB limit for one object", errBadPack, e.off, sz, maxObjectSize>>20)
+			return fmt.Errorf("%w: the delta at %d makes %d bytes, over the %d MiB limit for one object", ErrBadPack, e.off, sz, maxObjectSize>>20)
 		}
 		target, err := packfile.PatchDelta(data, delta)
 		if err != nil {
-			return fmt.Errorf("%w: delta at %d: %v", errBadPack, e.off, err)
+			return fmt.Errorf("%w: delta at %d: %v", ErrBadPack, e.off, err)
 		}
 		e.typ = ix.entries[base].typ
-		e.hash = hashObject(e.typ, target)
+		e.hash = codec.Hash(e.typ, target)
 		e.data = nil // the delta is spent
 		if err := ix.resolveKids(k, target, kids, depth+1, live+int64(len(target))); err != nil {
 			return err
@@ -464,18 +466,18 @@ func (ix *packIndexer) content(i int32) ([]byte, error) {
 	if z, ok := ix.zpool.Get().(io.ReadCloser); ok {
 		zr = z
 		if err := zr.(zlib.Resetter).Reset(rd, nil); err != nil {
-			return nil, fmt.Errorf("%w: object at %d: %v", errBadPack, e.off, err)
+			return nil, fmt.Errorf("%w: object at %d: %v", ErrBadPack, e.off, err)
 		}
 	} else {
 		var err error
 		if zr, err = zlib.NewReader(rd); err != nil {
-			return nil, fmt.Errorf("%w: object at %d: %v", errBadPack, e.off, err)
+			return nil, fmt.Errorf("%w: object at %d: %v", ErrBadPack, e.off, err)
 		}
 	}
 	defer ix.zpool.Put(zr)
-	data, err := inflateAll(zr, e.size)
+	data, err := Inflate(zr, e.size)
 	if err != nil {
-		return nil, fmt.Errorf("%w: object at %d: %v", errBadPack, e.off, err)
+		return nil, fmt.Errorf("%w: object at %d: %v", ErrBadPack, e.off, err)
 	}
 	return data, nil
 }

@@ -1,4 +1,4 @@
-package gitmem
+package pack
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/sidebyside"
 )
@@ -57,7 +58,7 @@ func gitIndex(t *testing.T, pack []byte) []byte {
 	return idx
 }
 
-// ourIndex runs indexPack over pack and encodes the index.
+// ourIndex runs Index over pack and encodes the index.
 func ourIndex(t *testing.T, pack []byte) ([]byte, error) {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "p.pack"))
@@ -65,7 +66,7 @@ func ourIndex(t *testing.T, pack []byte) ([]byte, error) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	idx, _, err := indexPack(context.Background(), bytes.NewReader(pack), f)
+	idx, _, err := Index(context.Background(), bytes.NewReader(pack), f)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +142,8 @@ func TestIndexPack_RefusesDamage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ourIndex(t, bad); err == nil {
 				t.Fatal("a damaged pack was indexed")
-			} else if name != "truncated" && !errors.Is(err, errBadPack) {
-				t.Fatalf("error %v is not errBadPack", err)
+			} else if name != "truncated" && !errors.Is(err, ErrBadPack) {
+				t.Fatalf("error %v is not ErrBadPack", err)
 			}
 		})
 	}
@@ -157,17 +158,17 @@ func flip(b []byte, i int) []byte {
 // fixtureBare is fixture.Bare in testdata/repos, built once and reused.
 func fixtureBare(t *testing.T, files, commits int) string {
 	t.Helper()
-	bare, err := fixture.Bare(filepath.Join("..", "testdata", "repos"), files, commits)
+	bare, err := fixture.Bare(filepath.Join("..", "..", "testdata", "repos"), files, commits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bare
 }
 
-// BenchmarkIndexPack indexes the 1k-file / 10k-commit pack with indexPack,
+// BenchmarkIndexPack indexes the 1k-file / 10k-commit pack with Index,
 // go-git's parser and `git index-pack`, side by side.
 func BenchmarkIndexPack(b *testing.B) {
-	bare, err := fixture.Bare(filepath.Join("..", "testdata", "repos"), 1000, 10000)
+	bare, err := fixture.Bare(filepath.Join("..", "..", "testdata", "repos"), 1000, 10000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func BenchmarkIndexPack(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		f, _ := os.Create(filepath.Join(dir, "o.pack"))
 		t0 := time.Now()
-		if _, _, err := indexPack(context.Background(), bytes.NewReader(pack), f); err != nil {
+		if _, _, err := Index(context.Background(), bytes.NewReader(pack), f); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
@@ -261,14 +262,14 @@ func literalDelta(baseLen int, out []byte) []byte {
 
 func TestIndexPack_Hostile(t *testing.T) {
 	hello := []byte("hello")
-	helloID := hashObject(plumbing.BlobObject, hello)
+	helloID := codec.Hash(plumbing.BlobObject, hello)
 	blob := append(entryHeader(3, 5), zlibOf(hello)...)
 
 	t.Run("delta whose result is its own base", func(t *testing.T) {
 		d := literalDelta(5, hello)
 		body := append(append(append([]byte{}, blob...), entryHeader(7, int64(len(d)))...), helloID[:]...)
 		body = append(body, zlibOf(d)...)
-		if _, err := ourIndex(t, craftPack(2, body)); err != nil && !errors.Is(err, errBadPack) {
+		if _, err := ourIndex(t, craftPack(2, body)); err != nil && !errors.Is(err, ErrBadPack) {
 			t.Fatal(err)
 		}
 	})
@@ -279,14 +280,14 @@ func TestIndexPack_Hostile(t *testing.T) {
 	})
 	t.Run("object declaring a terabyte", func(t *testing.T) {
 		body := append(entryHeader(3, 1<<40), zlibOf([]byte("x"))...)
-		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, errBadPack) {
-			t.Fatalf("err = %v, want errBadPack", err)
+		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, ErrBadPack) {
+			t.Fatalf("err = %v, want ErrBadPack", err)
 		}
 	})
 	t.Run("object declaring more than it holds", func(t *testing.T) {
 		body := append(entryHeader(3, 200<<20), zlibOf([]byte("x"))...)
-		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, errBadPack) {
-			t.Fatalf("err = %v, want errBadPack", err)
+		if _, err := ourIndex(t, craftPack(1, body)); !errors.Is(err, ErrBadPack) {
+			t.Fatalf("err = %v, want ErrBadPack", err)
 		}
 	})
 	t.Run("the same base twice, fifty deltas on it", func(t *testing.T) {
@@ -320,8 +321,8 @@ func TestIndexPack_Hostile(t *testing.T) {
 			prev = off
 			offsets = append(offsets, off)
 		}
-		if _, err := ourIndex(t, craftPack(uint32(len(offsets)), body)); !errors.Is(err, errBadPack) {
-			t.Fatalf("err = %v, want errBadPack", err)
+		if _, err := ourIndex(t, craftPack(uint32(len(offsets)), body)); !errors.Is(err, ErrBadPack) {
+			t.Fatalf("err = %v, want ErrBadPack", err)
 		}
 	})
 }
