@@ -12,6 +12,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // moveBranch moves the branch from old to new and brings the work tree and
@@ -22,36 +23,36 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err := r.checkHead(); err != nil {
 		return err
 	}
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
 		return err
 	}
-	defer lk.rollback()
+	defer lk.Rollback()
 	if cur, err := r.Head(); err != nil {
 		return err
 	} else if cur != old {
-		return fmt.Errorf("%w: HEAD moved during the pull", ErrRefMoved)
+		return fmt.Errorf("%w: HEAD moved during the pull", gitstore.ErrRefMoved)
 	}
 	var oldTree plumbing.Hash
 	if !old.IsZero() {
-		c, err := r.objs.commit(old)
+		c, err := r.objs.Commit(old)
 		if err != nil {
 			return err
 		}
 		oldTree = c.TreeHash
 	}
-	nc, err := r.objs.commit(new)
+	nc, err := r.objs.Commit(new)
 	if err != nil {
 		return err
 	}
-	changes, err := r.objs.diffTrees(oldTree, nc.TreeHash, "", nil)
+	changes, err := r.objs.DiffTrees(oldTree, nc.TreeHash, "", nil)
 	if err != nil {
 		return err
 	}
 	// Deletions first: a folder the tree turns into a file (or the other
 	// way round) is emptied of what it tracked, checked, before the new
 	// entry needs its place.
-	slices.SortStableFunc(changes, func(x, y fileChange) int {
+	slices.SortStableFunc(changes, func(x, y gitstore.FileChange) int {
 		xd, yd := x.To.Hash.IsZero(), y.To.Hash.IsZero()
 		switch {
 		case xd && !yd:
@@ -63,7 +64,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	})
 	for _, c := range changes {
 		if _, err := cleanPath(c.Path); err != nil {
-			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", short(new), err)
+			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", gitstore.Short(new), err)
 		}
 	}
 	ix, err := r.readIndex()
@@ -83,13 +84,13 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err != nil {
 		return err
 	}
-	if err := lk.write(data, false); err != nil {
+	if err := lk.Write(data, false); err != nil {
 		return err
 	}
-	if err := casRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.sync, r.spares, r.reflog(why)); err != nil {
+	if err := gitstore.CASRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog(why)); err != nil {
 		return err
 	}
-	if err := lk.commit(); err != nil {
+	if err := lk.Commit(); err != nil {
 		return err
 	}
 	r.indexWritten(ix, data)
@@ -98,7 +99,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 
 // replaceFiles brings the work tree from one tree to the next, change by
 // change, and records each in ix and touched.
-func (r *Repo) replaceFiles(changes []fileChange, ix *index.Index, touched map[string]bool) error {
+func (r *Repo) replaceFiles(changes []gitstore.FileChange, ix *index.Index, touched map[string]bool) error {
 	// Each file is checked and replaced in one step (replaceWorkFile): what
 	// stands there is read while no one else can write it, and anything
 	// other than the old or the new version is an agent's write that landed
@@ -118,7 +119,7 @@ func (r *Repo) replaceFiles(changes []fileChange, ix *index.Index, touched map[s
 			kept = got.existed && !replaced
 		} else {
 			var data []byte
-			if data, err = r.objs.blob(c.To.Hash); err != nil {
+			if data, err = r.objs.Blob(c.To.Hash); err != nil {
 				return err
 			}
 			got, replaced, st, err = r.replaceWorkFile(c.Path, func(cur displaced) ([]byte, filemode.FileMode, bool) {
@@ -130,7 +131,7 @@ func (r *Repo) replaceFiles(changes []fileChange, ix *index.Index, touched map[s
 				if c.From.Hash.IsZero() || cur.mode == filemode.Symlink || c.To.Mode == filemode.Symlink {
 					return nil, 0, false
 				}
-				base, err := r.objs.blob(c.From.Hash)
+				base, err := r.objs.Blob(c.From.Hash)
 				if err != nil {
 					return nil, 0, false
 				}

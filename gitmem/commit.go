@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -52,7 +53,7 @@ func (v PathView) Head() ([]byte, error) {
 	if !v.InHead {
 		return nil, nil
 	}
-	data, err := v.objs.blob(v.entry.Hash)
+	data, err := v.objs.Blob(v.entry.Hash)
 	if data == nil && err == nil {
 		data = []byte{}
 	}
@@ -179,11 +180,11 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	if err := r.checkHead(); err != nil {
 		return res, err
 	}
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
 		return res, err
 	}
-	defer lk.rollback()
+	defer lk.Rollback()
 
 	// Read HEAD only under index.lock: a git commit running beside us holds
 	// it too, so HEAD cannot move between here and our compare-and-swap
@@ -195,7 +196,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	res.Head = parent
 	var parentTree plumbing.Hash
 	if !parent.IsZero() {
-		if parentTree, err = r.objs.commitTree(parent); err != nil {
+		if parentTree, err = r.objs.CommitTree(parent); err != nil {
 			return res, err
 		}
 	}
@@ -253,7 +254,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 
 	tip, tipTree := parent, parentTree
 	var lastMessage string
-	var group []change
+	var group []gitstore.Change
 	var first *PathView
 	for i, v := range batch.Views {
 		switch verdicts[i] {
@@ -274,9 +275,9 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			res.Restored = append(res.Restored, rs)
 			continue
 		}
-		c := change{Path: v.Path}
+		c := gitstore.Change{Path: v.Path}
 		if f := states[v.Path]; f != nil {
-			if c.Hash, err = r.objs.write(plumbing.BlobObject, f.data); err != nil {
+			if c.Hash, err = r.objs.Write(plumbing.BlobObject, f.data); err != nil {
 				return res, err
 			}
 			c.Mode = f.mode
@@ -294,7 +295,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			continue
 		}
 		lastMessage = req.Message(v)
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, lastMessage, when, &res); err != nil {
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []gitstore.Change{c}, lastMessage, when, &res); err != nil {
 			return res, err
 		}
 	}
@@ -308,13 +309,13 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	// then one syncfs hardens them with the new objects, and only then do
 	// they move into place: a ref never points at an object a power cut
 	// can lose, for one flush per commit.
-	var ref *refUpdate
+	var ref *gitstore.RefUpdate
 	if tip != parent {
-		ref, err = prepareRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage)))
+		ref, err = gitstore.PrepareRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage)))
 		if err != nil {
 			return res, err
 		}
-		defer ref.rollback()
+		defer ref.Rollback()
 	}
 	ix.SmudgeRacy(touched)
 	if ref == nil && !ix.Dirty {
@@ -324,19 +325,19 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := lk.write(ixData, false); err != nil {
+	if err := lk.Write(ixData, false); err != nil {
 		return res, err
 	}
-	if err := r.objs.flush(ref != nil); err != nil {
+	if err := r.objs.Flush(ref != nil); err != nil {
 		return res, err
 	}
 	if ref != nil {
-		if err := ref.commit(false); err != nil {
+		if err := ref.Commit(false); err != nil {
 			return res, err
 		}
 		res.Head = tip
 	}
-	if err := lk.commit(); err != nil {
+	if err := lk.Commit(); err != nil {
 		// The commit is in; only the index is stale (git status shows the
 		// change as staged-back). The next write rebuilds those entries.
 		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
@@ -348,8 +349,8 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 
 // commitChanges writes the trees and a commit of changes on top of tip. A
 // change that leaves the tree as it was makes no commit.
-func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []change, message string, when time.Time, res *CommitResult) (plumbing.Hash, plumbing.Hash, error) {
-	tree, err := r.objs.applyChanges(tipTree, changes)
+func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []gitstore.Change, message string, when time.Time, res *CommitResult) (plumbing.Hash, plumbing.Hash, error) {
+	tree, err := r.objs.ApplyChanges(tipTree, changes)
 	if err != nil {
 		return tip, tipTree, err
 	}
@@ -361,11 +362,11 @@ func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []change, messa
 		parents = append(parents, tip)
 	}
 	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
-	commit, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, parents, sig, sig, message))
+	commit, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, parents, sig, sig, message))
 	if err != nil {
 		return tip, tipTree, err
 	}
-	r.objs.rememberCommit(commit, tree)
+	r.objs.RememberCommit(commit, tree)
 	res.Commits = append(res.Commits, commit)
 	return commit, tree, nil
 }
@@ -427,10 +428,10 @@ func reflogCommitMsg(parent, tip plumbing.Hash, n int, message string) string {
 }
 
 // reflog is a reflog entry by this repo's author.
-func (r *Repo) reflog(msg string) *reflogEntry {
+func (r *Repo) reflog(msg string) *gitstore.ReflogEntry {
 	who := r.opts.Author
 	if who.Name == "" {
 		who = Signature{Name: "memfsd", Email: "memfsd@memfsd.local"}
 	}
-	return &reflogEntry{who: who, msg: msg}
+	return &gitstore.ReflogEntry{Name: who.Name, Email: who.Email, Msg: msg}
 }

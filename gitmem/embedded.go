@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // EmbeddedScheme is the URL scheme of the in-process remote: bare
@@ -112,7 +114,7 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		return nil, fmt.Errorf("lock embedded remote: %w", err)
 	}
 	for _, cmd := range req.Commands {
-		cur, err := readRef(s.dir, cmd.Name.String())
+		cur, err := gitstore.ReadRef(s.dir, cmd.Name.String())
 		if err != nil {
 			return nil, err
 		}

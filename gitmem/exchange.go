@@ -84,7 +84,7 @@ func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 	if err != nil || head.IsZero() {
 		return nil, err
 	}
-	tree, err := r.objs.commitTree(head)
+	tree, err := r.objs.CommitTree(head)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 		if _, err := r.wt.Lstat(p); !ok || err == nil {
 			continue
 		}
-		data, err := r.objs.blob(e.Hash)
+		data, err := r.objs.Blob(e.Hash)
 		if err != nil {
 			return out, err
 		}

@@ -1,5 +1,7 @@
 package gitmem
 
+import "github.com/memfsd/memfsd/gitstore"
+
 // SetBeforeMove installs a hook that runs (with the repo lock held) just
 // before a sync moves the branch: a seam for tests that make someone else
 // commit at that moment.
@@ -19,9 +21,9 @@ func SetSplitMinEntries(n int) func() {
 // LeaveIndexLock takes .git/index.lock as a commit does and never lets go
 // of it: what a memfsd killed mid-commit leaves behind.
 func LeaveIndexLock(r *Repo) error {
-	lk, err := acquireLock(r.GitDir+"/index", r.opts.LockWait, r.spares)
+	lk, err := gitstore.AcquireLock(r.GitDir+"/index", r.opts.LockWait, r.spares)
 	if err != nil {
 		return err
 	}
-	return lk.f.Close()
+	return lk.Abandon()
 }

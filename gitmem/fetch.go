@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 var (
@@ -92,11 +94,11 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	tip := ref.Hash()
 	r.mu.Lock()
-	has := r.objs.has(tip)
+	has := r.objs.Has(tip)
 	var haves []plumbing.Hash
 	if !has {
 		for _, name := range []string{r.branchRef(), r.trackingRef()} {
-			if h, err := readRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.has(h) && !slices.Contains(haves, h) {
+			if h, err := gitstore.ReadRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.Has(h) && !slices.Contains(haves, h) {
 				haves = append(haves, h)
 			}
 		}
@@ -118,7 +120,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, fmt.Errorf("store pack: %w", err)
 		}
 	}
-	if err := setRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait, r.spares); err != nil {
+	if err := gitstore.SetRef(r.GitDir, r.trackingRef(), tip, r.opts.LockWait, r.spares); err != nil {
 		return tip, err
 	}
 	return tip, nil
@@ -210,7 +212,7 @@ func (w *walker) step() (bool, error) {
 	h := w.queue[0]
 	w.queue = w.queue[1:]
 	w.order = append(w.order, h)
-	c, err := w.objs.commit(h)
+	c, err := w.objs.Commit(h)
 	if err != nil {
 		return false, err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // HistoryCommit is one commit of a path's history, as `git log` shows it.
@@ -123,7 +125,7 @@ func (w *historyWalk) push(h plumbing.Hash) error {
 		return nil
 	}
 	w.seen[h] = true
-	c, err := w.r.objs.commit(h)
+	c, err := w.r.objs.Commit(h)
 	if err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func (w *historyWalk) entryOf(h plumbing.Hash) (object.TreeEntry, error) {
 	if e, ok := w.at[h]; ok {
 		return e, nil
 	}
-	tree, err := w.r.objs.commitTree(h)
+	tree, err := w.r.objs.CommitTree(h)
 	if err != nil {
 		return object.TreeEntry{}, err
 	}
@@ -215,28 +217,28 @@ func (w *historyWalk) describe(c *object.Commit) (*HistoryCommit, error) {
 	}
 	var parentTree plumbing.Hash
 	if len(c.ParentHashes) > 0 {
-		t, err := w.r.objs.commitTree(c.ParentHashes[0])
+		t, err := w.r.objs.CommitTree(c.ParentHashes[0])
 		if err != nil {
 			return nil, err
 		}
 		parentTree = t
 	}
-	var changes []fileChange
+	var changes []gitstore.FileChange
 	var err error
 	if w.path == "" {
-		changes, err = w.r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+		changes, err = w.r.objs.DiffTrees(parentTree, c.TreeHash, "", nil)
 	} else {
 		var from, to object.TreeEntry
 		if from, err = w.entry(parentTree); err == nil {
 			if to, err = w.entry(c.TreeHash); err == nil {
-				changes, err = w.r.objs.diffEntry(w.path, from, to, nil)
+				changes, err = w.r.objs.DiffEntry(w.path, from, to, nil)
 			}
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(changes, func(a, b fileChange) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(changes, func(a, b gitstore.FileChange) int { return strings.Compare(a.Path, b.Path) })
 	for i, ch := range changes {
 		if i == MaxHistoryChanges {
 			hc.MoreChanges = len(changes) - i
@@ -298,7 +300,7 @@ func (s *objectStore) anyEntryAt(tree plumbing.Hash, p string) (object.TreeEntry
 // of trees once each, and decoding them all (or flushing the cache the
 // writes' hot folders live in) cost more than the scan.
 func (s *objectStore) lookupEntry(tree plumbing.Hash, name string) (object.TreeEntry, bool, error) {
-	if t, ok := s.trees[tree]; ok {
+	if t, ok := s.Trees[tree]; ok {
 		for _, e := range t.Entries {
 			if e.Name == name {
 				return e, true, nil
@@ -307,8 +309,8 @@ func (s *objectStore) lookupEntry(tree plumbing.Hash, name string) (object.TreeE
 		return object.TreeEntry{}, false, nil
 	}
 	var raw []byte
-	err := s.retryStale(func() error {
-		o, err := s.rd.EncodedObject(plumbing.TreeObject, tree)
+	err := s.RetryStale(func() error {
+		o, err := s.Reader.EncodedObject(plumbing.TreeObject, tree)
 		if err != nil {
 			return err
 		}
@@ -365,7 +367,7 @@ func (r *Repo) FileAt(path, rev string) (FileAtRevision, error) {
 	}
 	r.mu.Lock()
 	defer r.unlock()
-	tree, err := r.objs.commitTree(h)
+	tree, err := r.objs.CommitTree(h)
 	if err != nil {
 		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
 	}
@@ -374,12 +376,12 @@ func (r *Repo) FileAt(path, rev string) (FileAtRevision, error) {
 		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
 	}
 	if !ok {
-		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): %w", p, rev, short(h), ErrNotInRevision)
+		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): %w", p, rev, gitstore.Short(h), ErrNotInRevision)
 	}
 	if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
-		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): it is a folder there, not a file (list its history instead): %w", p, rev, short(h), ErrNotInRevision)
+		return FileAtRevision{}, fmt.Errorf("read %s at %s (%s): it is a folder there, not a file (list its history instead): %w", p, rev, gitstore.Short(h), ErrNotInRevision)
 	}
-	data, err := r.objs.blob(e.Hash)
+	data, err := r.objs.Blob(e.Hash)
 	if err != nil {
 		return FileAtRevision{}, fmt.Errorf("read %s at %s: %w", p, rev, err)
 	}

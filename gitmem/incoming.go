@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // ErrRemoteDeleteHeld: an incoming update would delete what the Incoming
@@ -54,20 +55,20 @@ func (r *Repo) checkIncoming(local, remote, result plumbing.Hash) (plumbing.Hash
 	if r.opts.Incoming == nil || local.IsZero() {
 		return result, false, nil
 	}
-	localTree, err := r.objs.commitTree(local)
+	localTree, err := r.objs.CommitTree(local)
 	if err != nil {
 		return result, false, err
 	}
-	resultTree, err := r.objs.commitTree(result)
+	resultTree, err := r.objs.CommitTree(result)
 	if err != nil {
 		return result, false, err
 	}
-	diffs, err := r.objs.diffTrees(localTree, resultTree, "", nil)
+	diffs, err := r.objs.DiffTrees(localTree, resultTree, "", nil)
 	if err != nil {
 		return result, false, err
 	}
 	u := IncomingUpdate{Remote: remote, r: r, local: local}
-	var gone []fileChange
+	var gone []gitstore.FileChange
 	for _, d := range diffs {
 		switch {
 		case d.To.Hash.IsZero():
@@ -88,23 +89,23 @@ func (r *Repo) checkIncoming(local, remote, result plumbing.Hash) (plumbing.Hash
 	case HoldIncoming:
 		return result, false, fmt.Errorf("%w (%d files)", ErrRemoteDeleteHeld, len(u.Deleted))
 	case RestoreIncoming:
-		changes := make([]change, len(gone))
+		changes := make([]gitstore.Change, len(gone))
 		for i, d := range gone {
-			changes[i] = change{Path: d.Path, Hash: d.From.Hash, Mode: d.From.Mode}
+			changes[i] = gitstore.Change{Path: d.Path, Hash: d.From.Hash, Mode: d.From.Mode}
 		}
-		tree, err := r.objs.applyChanges(resultTree, changes)
+		tree, err := r.objs.ApplyChanges(resultTree, changes)
 		if err != nil {
 			return result, false, err
 		}
 		sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
 		msg := fmt.Sprintf("memfsd: restore %d files a remote update deleted\n\nRemote tip: %s\n", len(gone), remote)
-		h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{result}, sig, sig, msg))
+		h, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{result}, sig, sig, msg))
 		if err != nil {
 			return result, false, err
 		}
-		r.objs.rememberCommit(h, tree)
+		r.objs.RememberCommit(h, tree)
 		r.log.Warn("restored files a remote update deleted, as the operator decided", "files", len(gone))
-		return h, true, r.objs.flush(true)
+		return h, true, r.objs.Flush(true)
 	}
 	return result, false, nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // OutgoingFile is a file a push would change on the remote: its version at
@@ -41,7 +43,7 @@ func (f OutgoingFile) read(ok bool, e object.TreeEntry) ([]byte, error) {
 	if !ok {
 		return nil, nil
 	}
-	data, err := f.objs.blob(e.Hash)
+	data, err := f.objs.Blob(e.Hash)
 	if data == nil && err == nil {
 		data = []byte{}
 	}
@@ -93,7 +95,7 @@ func (o OutgoingRemote) Unchanged(base plumbing.Hash, path string) (bool, error)
 	if base == o.Tip {
 		return true, nil
 	}
-	if base.IsZero() || !o.r.objs.has(base) {
+	if base.IsZero() || !o.r.objs.Has(base) {
 		return false, nil
 	}
 	commits, err := o.r.commitsSince(o.Tip, base)
@@ -104,7 +106,7 @@ func (o OutgoingRemote) Unchanged(base plumbing.Hash, path string) (bool, error)
 		return false, err
 	}
 	entry := func(c plumbing.Hash) (object.TreeEntry, error) {
-		tree, err := o.r.objs.commitTree(c)
+		tree, err := o.r.objs.CommitTree(c)
 		if err != nil {
 			return object.TreeEntry{}, err
 		}
@@ -147,15 +149,15 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if r.opts.Outgoing == nil || remote.IsZero() {
 		return local, nil, nil // nothing on the remote to protect yet
 	}
-	remoteTree, err := r.objs.commitTree(remote)
+	remoteTree, err := r.objs.CommitTree(remote)
 	if err != nil {
 		return local, nil, err
 	}
-	localTree, err := r.objs.commitTree(local)
+	localTree, err := r.objs.CommitTree(local)
 	if err != nil {
 		return local, nil, err
 	}
-	diffs, err := r.objs.diffTrees(remoteTree, localTree, "", nil)
+	diffs, err := r.objs.DiffTrees(remoteTree, localTree, "", nil)
 	if err != nil || len(diffs) == 0 {
 		return local, nil, err
 	}
@@ -174,15 +176,15 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err := r.checkHead(); err != nil {
 		return local, nil, err
 	}
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
 	if err != nil {
 		return local, nil, err
 	}
-	defer lk.rollback()
+	defer lk.Rollback()
 	if cur, err := r.Head(); err != nil {
 		return local, nil, err
 	} else if cur != local {
-		return local, nil, fmt.Errorf("%w: HEAD moved during the outgoing check", ErrRefMoved)
+		return local, nil, fmt.Errorf("%w: HEAD moved during the outgoing check", gitstore.ErrRefMoved)
 	}
 	ix, err := r.readIndex()
 	if err != nil {
@@ -236,17 +238,17 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 				return local, nil, err
 			}
 		}
-		c := change{Path: p}
+		c := gitstore.Change{Path: p}
 		if f.InRemote {
 			c.Hash, c.Mode = f.remote.Hash, f.remote.Mode
 		}
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, []change{c}, "memfsd: restore read-only "+p, time.Now(), &res); err != nil {
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []gitstore.Change{c}, "memfsd: restore read-only "+p, time.Now(), &res); err != nil {
 			return local, nil, err
 		}
 		done = append(done, p)
 	}
 	if len(plan.Readd) > 0 {
-		var changes []change
+		var changes []gitstore.Change
 		for _, p := range plan.Readd {
 			f, ok := byPath[p]
 			if !ok || !f.InRemote {
@@ -262,7 +264,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			}
 			ix.Set(p, f.remote.Hash, f.remote.Mode, st) // no stat when something else stands there
 			touched[p] = true
-			changes = append(changes, change{Path: p, Hash: f.remote.Hash, Mode: f.remote.Mode})
+			changes = append(changes, gitstore.Change{Path: p, Hash: f.remote.Hash, Mode: f.remote.Mode})
 			done = append(done, p)
 		}
 		msg := fmt.Sprintf("memfsd: restore %d deleted files", len(changes))
@@ -270,7 +272,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			return local, nil, err
 		}
 	}
-	if err := r.objs.flush(true); err != nil {
+	if err := r.objs.Flush(true); err != nil {
 		return local, nil, err
 	}
 	ix.SmudgeRacy(touched)
@@ -278,15 +280,15 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err != nil {
 		return local, nil, err
 	}
-	if err := lk.write(ixData, false); err != nil {
+	if err := lk.Write(ixData, false); err != nil {
 		return local, nil, err
 	}
 	if tip != local {
-		if err := casRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog("memfsd: put back before the push")); err != nil {
+		if err := gitstore.CASRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog("memfsd: put back before the push")); err != nil {
 			return local, nil, err
 		}
 	}
-	if err := lk.commit(); err != nil {
+	if err := lk.Commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
 	} else {
 		r.indexWritten(ix, ixData)

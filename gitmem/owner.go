@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // claim marks this process as a user of the repo with a shared flock on
@@ -38,7 +40,7 @@ func (r *Repo) claim() error {
 
 // clearDeadLocks removes locks whose inode is also a spare file.
 func (r *Repo) clearDeadLocks() {
-	ours := ownLockSpares(r.GitDir)
+	ours := gitstore.OwnLockSpares(r.GitDir)
 	if len(ours) == 0 {
 		return
 	}
@@ -54,7 +56,7 @@ func (r *Repo) clearDeadLocks() {
 		if err != nil {
 			continue
 		}
-		if spare, mine := ours[inode(fi)]; mine {
+		if spare, mine := ours[gitstore.Inode(fi)]; mine {
 			_ = os.Remove(p)
 			_ = os.Remove(spare)
 			r.log.Warn("removed a lock left by a killed memfsd", "path", p)

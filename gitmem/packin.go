@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/gitfmt/pack"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
@@ -95,7 +96,7 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	// Harden both before a ref may point into them (git's core.fsync
 	// default does the same for packs); done here, off the lock.
 	for _, file := range []*os.File{f, xf} {
-		if err == nil && r.objs.sync {
+		if err == nil && r.objs.Sync {
 			err = file.Sync()
 		}
 		if err == nil {
@@ -129,14 +130,14 @@ func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
 		}
 		*mv.from = ""
 	}
-	if r.objs.sync {
-		if err := syncDir(dir); err != nil {
+	if r.objs.Sync {
+		if err := gitstore.SyncDir(dir); err != nil {
 			return err
 		}
 	}
 	r.st.ObjectStorage.Reindex()
-	if !r.objs.has(tip) {
-		return fmt.Errorf("the remote's pack lacks its tip %s", short(tip))
+	if !r.objs.Has(tip) {
+		return fmt.Errorf("the remote's pack lacks its tip %s", gitstore.Short(tip))
 	}
 	return nil
 }

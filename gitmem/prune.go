@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // DefaultBackupMaxAge is the age past which PruneBackups may remove a backup ref.
@@ -158,11 +160,11 @@ func packedRefNames(gitDir, prefix string) ([]string, error) {
 // the packed value, not delete the ref).
 func (r *Repo) removeBackup(name string) (bool, error) {
 	path := filepath.Join(r.GitDir, filepath.FromSlash(name))
-	lk, err := acquireLock(path, r.opts.LockWait, r.spares)
+	lk, err := gitstore.AcquireLock(path, r.opts.LockWait, r.spares)
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", name, err)
 	}
-	defer lk.rollback()
+	defer lk.Rollback()
 	// Checked under the lock: git pack-refs may have packed it meanwhile.
 	packed, err := packedRefNames(r.GitDir, name)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // PushResult says what a push sent.
@@ -118,7 +120,7 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.unlock()
-	return res, setRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
+	return res, gitstore.SetRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
 }
 
 // refusedError is a push the server answered with a report refusing the
@@ -149,7 +151,7 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 		return p, err
 	}
 	if remote == p.local {
-		return p, setRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait, r.spares)
+		return p, gitstore.SetRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait, r.spares)
 	}
 	if p.commits, err = r.commitsSince(p.local, remote); err != nil {
 		return p, err
@@ -181,17 +183,17 @@ func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
 		return nil
 	}
 	for _, h := range commits {
-		c, err := r.objs.commit(h)
+		c, err := r.objs.Commit(h)
 		if err != nil {
 			return err
 		}
 		var parentTree plumbing.Hash
 		if len(c.ParentHashes) > 0 {
-			if parentTree, err = r.objs.commitTree(c.ParentHashes[0]); err != nil {
+			if parentTree, err = r.objs.CommitTree(c.ParentHashes[0]); err != nil {
 				return err
 			}
 		}
-		diffs, err := r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+		diffs, err := r.objs.DiffTrees(parentTree, c.TreeHash, "", nil)
 		if err != nil {
 			return err
 		}
@@ -199,12 +201,12 @@ func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
 			if d.To.Hash.IsZero() {
 				continue
 			}
-			data, err := r.objs.blob(d.To.Hash)
+			data, err := r.objs.Blob(d.To.Hash)
 			if err != nil {
 				return err
 			}
 			if pattern, found := r.opts.Secret(data); found {
-				return fmt.Errorf("%w (%s) in %s, commit %s: drop that commit (git reset) and write the file again without it", ErrPushSecret, pattern, d.Path, short(h))
+				return fmt.Errorf("%w (%s) in %s, commit %s: drop that commit (git reset) and write the file again without it", ErrPushSecret, pattern, d.Path, gitstore.Short(h))
 			}
 		}
 	}
@@ -224,7 +226,7 @@ func (r *Repo) lockedHead() (plumbing.Hash, error) {
 // (someone else pushed), it reports the relation as an error.
 func (r *Repo) commitsSince(local, remote plumbing.Hash) ([]plumbing.Hash, error) {
 	if !remote.IsZero() {
-		if !r.objs.has(remote) {
+		if !r.objs.Has(remote) {
 			return nil, ErrNonFastForward // the remote has commits we never fetched
 		}
 		rel, err := r.relate(local, remote)
@@ -256,20 +258,20 @@ func (r *Repo) commitsSince(local, remote plumbing.Hash) ([]plumbing.Hash, error
 func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
 	seen := map[plumbing.Hash]bool{}
 	for _, h := range commits {
-		c, err := r.objs.commit(h)
+		c, err := r.objs.Commit(h)
 		if err != nil {
 			return nil, 0, err
 		}
 		seen[h] = true
 		var base plumbing.Hash
 		if len(c.ParentHashes) > 0 {
-			p, err := r.objs.commit(c.ParentHashes[0])
+			p, err := r.objs.Commit(c.ParentHashes[0])
 			if err != nil {
 				return nil, 0, err
 			}
 			base = p.TreeHash
 		}
-		if err := r.objs.newObjects(base, c.TreeHash, seen); err != nil {
+		if err := r.objs.NewObjects(base, c.TreeHash, seen); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -278,9 +280,9 @@ func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
 		hashes = append(hashes, h)
 	}
 	var buf bytes.Buffer
-	err := r.objs.retryStale(func() error {
+	err := r.objs.RetryStale(func() error {
 		buf.Reset()
-		_, err := packfile.NewEncoder(&buf, r.objs.rd, false).Encode(hashes, 0)
+		_, err := packfile.NewEncoder(&buf, r.objs.Reader, false).Encode(hashes, 0)
 		return err
 	})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // BackupRefPrefix names the refs that keep a local tip before a restore.
@@ -67,7 +69,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			return res, fmt.Errorf("fetch: %w", err)
 		}
 		done, err := r.integrate(lastPushed, remote, round, &res)
-		if errors.Is(err, ErrRefMoved) {
+		if errors.Is(err, gitstore.ErrRefMoved) {
 			// A git command beside us moved the branch while we
 			// integrated: integrate again from its new tip.
 			r.log.Info("the branch moved during the sync; integrating again", "round", round+1)
@@ -160,7 +162,7 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 func (r *Repo) lockedRef(name string) (plumbing.Hash, error) {
 	r.mu.Lock()
 	defer r.unlock()
-	return readRef(r.GitDir, name)
+	return gitstore.ReadRef(r.GitDir, name)
 }
 
 // pushIfOnlyAhead pushes when local only adds commits to the last known
@@ -184,7 +186,7 @@ func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
 		// was replaced and our old tip is gone from it). Whatever the
 		// reason, nothing here is known about the remote any more: fetch
 		// and integrate, then push against the tip it advertises.
-		r.log.Info("the remote refused a push on the tip last seen there; fetching", "last_known", short(lastKnown), "err", err)
+		r.log.Info("the remote refused a push on the tip last seen there; fetching", "last_known", gitstore.Short(lastKnown), "err", err)
 		return PushResult{}, false, nil
 	case shortcutRefused(err):
 		r.log.Debug("the server refused a push without the ref advertisement; pushing in two requests", "err", err)
@@ -241,7 +243,7 @@ func (r *Repo) onlyAhead() (plumbing.Hash, bool, error) {
 // rewritten reports whether the remote no longer holds the commit we last
 // saw there: it was force-pushed to another history.
 func (r *Repo) rewritten(lastPushed, remote plumbing.Hash) bool {
-	if lastPushed.IsZero() || lastPushed == remote || !r.objs.has(lastPushed) {
+	if lastPushed.IsZero() || lastPushed == remote || !r.objs.Has(lastPushed) {
 		return false
 	}
 	ok, err := r.reaches(remote, lastPushed)
@@ -256,8 +258,8 @@ func (r *Repo) backup(tip plumbing.Hash) (string, error) {
 		if _, err := os.Stat(filepath.Join(r.GitDir, filepath.FromSlash(name))); err == nil {
 			continue
 		}
-		if err := casRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.sync, r.spares, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
-			return "", fmt.Errorf("backup %s: %w", short(tip), err)
+		if err := gitstore.CASRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
+			return "", fmt.Errorf("backup %s: %w", gitstore.Short(tip), err)
 		}
 		return name, nil
 	}

@@ -3,8 +3,6 @@ package gitmem
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -24,17 +20,11 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/gitfmt/pack"
-	"github.com/memfsd/memfsd/internal/atomicfile"
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // DefaultRepackLoose is how many loose objects make a repack worth it.
 const DefaultRepackLoose = 512
-
-// gcPIDMaxAge is how long git honours another gc's gc.pid (git: 12 hours).
-const gcPIDMaxAge = 12 * time.Hour
-
-// ErrGCRunning: a git gc (or another repack) holds .git/gc.pid.
-var ErrGCRunning = errors.New("a git gc is running (gc.pid)")
 
 // ErrPacksChanged: a git command beside the repack (a person's `git
 // repack -a -d`, which does not take gc.pid) moved objects it was reading;
@@ -86,32 +76,32 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 		return res, err
 	}
 	defer release()
-	r.objs.looseSince.Store(0)
-	r.objs.writePacks.Store(0)
+	r.objs.LooseSince.Store(0)
+	r.objs.WritePacks.Store(0)
 	objDir := filepath.Join(r.GitDir, "objects")
-	loose, err := listLoose(objDir)
+	loose, err := gitstore.ListLoose(objDir)
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
 	if len(loose) < max(minLoose, 1) {
 		loose = nil
 	}
-	packs, err := listPacks(filepath.Join(objDir, "pack"))
+	packs, err := gitstore.ListPacks(filepath.Join(objDir, "pack"))
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	merge := geometricRollUp(packs, len(loose))
+	merge := gitstore.GeometricRollUp(packs, len(loose))
 	if len(loose) == 0 && len(merge) < 2 {
 		return res, nil // nothing loose enough, and no packs out of series
 	}
 	objects := slices.Clone(loose)
 	for _, p := range merge {
-		objects = append(objects, p.objects...)
+		objects = append(objects, p.Objects...)
 	}
 	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	objects = slices.Compact(objects)
 	name, err := r.writeDeltaPack(ctx, objDir, objects)
-	if stalePacks(err) || errors.Is(err, fs.ErrNotExist) {
+	if gitstore.StalePacks(err) || errors.Is(err, fs.ErrNotExist) {
 		return res, fmt.Errorf("repack: %w: %v", ErrPacksChanged, err)
 	}
 	if err != nil {
@@ -123,18 +113,18 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	// lookup must never find a pack listed but gone).
 	r.mu.Lock()
 	for _, p := range merge {
-		if p.name == name {
+		if p.Name == name {
 			continue // the same objects packed the same way: it is the new pack
 		}
-		base := filepath.Join(objDir, "pack", p.name)
+		base := filepath.Join(objDir, "pack", p.Name)
 		// The index first: without it git and go-git no longer see the pack.
 		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap"} {
 			_ = os.Remove(base + ext)
 		}
-		res.Merged = append(res.Merged, p.name)
+		res.Merged = append(res.Merged, p.Name)
 	}
-	r.objs.rereadPacks()
-	r.objs.packsRolledUp(res.Merged, name)
+	r.objs.RereadPacks()
+	r.objs.PacksRolledUp(res.Merged, name)
 	r.unlock()
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
@@ -149,7 +139,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 				break
 			}
 		}
-		if err := os.Remove(r.objs.loosePath(h)); err == nil {
+		if err := os.Remove(r.objs.LoosePath(h)); err == nil {
 			res.Packed++
 		}
 	}
@@ -163,94 +153,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 // repacked to make a Repack worth it. Cheap: for a commit path to ask
 // after every commit.
 func (r *Repo) RepackDue() bool {
-	return r.objs.looseSince.Load() >= DefaultRepackLoose || r.objs.writePacks.Load() >= writePacksDue
-}
-
-// packInfo is one pack of objects/pack, read from its index.
-type packInfo struct {
-	name    string // pack-<checksum>
-	objects []plumbing.Hash
-}
-
-// listPacks reads every pack's object list from its index. A pack with a
-// .keep file is left out (git's convention: never repacked).
-func listPacks(packDir string) ([]packInfo, error) {
-	entries, err := os.ReadDir(packDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []packInfo
-	for _, e := range entries {
-		base, ok := strings.CutSuffix(e.Name(), ".idx")
-		if !ok || !strings.HasPrefix(base, "pack-") {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(packDir, base+".keep")); err == nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(packDir, base+".pack")); err != nil {
-			continue
-		}
-		objs, err := readIdxNames(filepath.Join(packDir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
-		}
-		out = append(out, packInfo{name: base, objects: objs})
-	}
-	return out, nil
-}
-
-// readIdxNames lists the object ids in a version 2 pack index.
-func readIdxNames(path string) ([]plumbing.Hash, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	const head = 8 + 256*4
-	if len(data) < head || !bytes.Equal(data[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, errors.New("not a version 2 pack index")
-	}
-	n := int(binary.BigEndian.Uint32(data[head-4 : head]))
-	if len(data) < head+n*20 {
-		return nil, errors.New("truncated pack index")
-	}
-	out := make([]plumbing.Hash, n)
-	for i := range out {
-		copy(out[i][:], data[head+i*20:])
-	}
-	return out, nil
-}
-
-// geometricRollUp picks the packs to merge with loose new objects, as
-// `git repack --geometric=2` does (builtin/repack.c, split_pack_geometry):
-// from the largest pack down, the packs that each hold at least twice the
-// objects of the next smaller one form the progression and stay; the rest
-// roll up, and so does any pack of the progression that holds fewer than
-// twice the objects rolled up below it (the loose ones included). Fewer
-// than two packs and no loose objects merge nothing.
-func geometricRollUp(packs []packInfo, loose int) []packInfo {
-	sorted := slices.Clone(packs)
-	slices.SortStableFunc(sorted, func(a, b packInfo) int { return len(a.objects) - len(b.objects) })
-	split := 0
-	for i := len(sorted) - 1; i > 0; i-- {
-		if len(sorted[i].objects) < 2*len(sorted[i-1].objects) {
-			split = i + 1 // the top of the pair that breaks the series is out of it too
-			break
-		}
-	}
-	total := loose
-	for _, p := range sorted[:split] {
-		total += len(p.objects)
-	}
-	for split < len(sorted) && len(sorted[split].objects) < 2*total {
-		total += len(sorted[split].objects)
-		split++
-	}
-	merge := sorted[:split]
-	if loose == 0 && len(merge) < 2 {
-		return nil
-	}
-	return merge
+	return r.objs.LooseSince.Load() >= DefaultRepackLoose || r.objs.WritePacks.Load() >= gitstore.WritePacksDue
 }
 
 // repackSlot lets one repack run at a time in the process.
@@ -294,7 +197,7 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	}
 	defer pf.Close()
 	pr, pw := io.Pipe()
-	st := filesystem.NewStorage(newGitFS(r.GitDir), cache.NewObjectLRU(32<<20))
+	st := filesystem.NewStorage(gitstore.NewGitFS(r.GitDir), cache.NewObjectLRU(32<<20))
 	encCtx, encDone, err := r.bg.start(ctx)
 	if err != nil {
 		st.Close()
@@ -352,201 +255,11 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	}
 	name := "pack-" + sum.String()
 	final := filepath.Join(packDir, name)
-	if err := publishPack(pf, buf.Bytes(), final, r.objs.sync); err != nil {
+	if err := gitstore.PublishPack(pf, buf.Bytes(), final, r.objs.Sync); err != nil {
 		return "", err
 	}
 	return name, nil
 }
 
-// publishPack makes the written pack file and its index bytes part of the
-// object store under final(.pack|.idx): synced when sync, read-only as git
-// leaves packs, the pack renamed first and the index (which makes git see
-// it) last. A pack of the same name already there is the same pack.
-func publishPack(pf *os.File, idx []byte, final string, sync bool) error {
-	fail := func(err error) error {
-		os.Remove(pf.Name())
-		return err
-	}
-	if sync {
-		if err := pf.Sync(); err != nil {
-			return fail(err)
-		}
-	}
-	if err := pf.Chmod(0o444); err != nil {
-		return fail(err)
-	}
-	if _, err := os.Lstat(final + ".pack"); err == nil {
-		os.Remove(pf.Name())
-	} else if err := os.Rename(pf.Name(), final+".pack"); err != nil {
-		return fail(err)
-	}
-	if _, err := os.Lstat(final + ".idx"); err == nil {
-		return nil
-	}
-	if err := atomicfile.Write(final+".idx", idx, 0o444, sync); err != nil {
-		return err
-	}
-	if sync {
-		return syncDir(filepath.Dir(final))
-	}
-	return nil
-}
-
-// takeGCPID takes .git/gc.pid the way git gc does (builtin/gc.c,
-// lock_repo_for_gc), so the two exclude each other: under gc.pid.lock
-// (O_EXCL, which git holds the same way for a moment), a gc.pid younger
-// than git's 12 hours is honoured unless its process is known to be gone;
-// otherwise "<pid> <host>" goes into the lock file, which is renamed over
-// gc.pid. It fails with ErrGCRunning while a live one is there.
-//
-// A gc.pid naming this very process counts as stale: the caller holds
-// repackSlot, so no repack of ours runs, and the file was left by an
-// earlier life of a daemon that got the same PID again (PID 1 in a
-// container). Like git, a PID is only checked on the same host; a process
-// of another PID namespace with the same host name is taken for gone.
-func (r *Repo) takeGCPID() (func(), error) {
-	p := filepath.Join(r.GitDir, "gc.pid")
-	host, _ := os.Hostname()
-	lock, err := takeGCPIDLock(p)
-	if err != nil {
-		return nil, err
-	}
-	if gcPIDLive(p, host) {
-		lock.Close()
-		os.Remove(lock.Name())
-		return nil, ErrGCRunning
-	}
-	_, werr := fmt.Fprintf(lock, "%d %s", os.Getpid(), host)
-	cerr := lock.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(lock.Name())
-		return nil, fmt.Errorf("repack: write gc.pid: %w", err)
-	}
-	if err := os.Rename(lock.Name(), p); err != nil {
-		os.Remove(lock.Name())
-		return nil, fmt.Errorf("repack: take gc.pid: %w", err)
-	}
-	return func() { releaseGCPID(p, host) }, nil
-}
-
-// gcPIDLockMaxAge: a gc.pid.lock older than this was left by a crash (git
-// and memfsd hold it for microseconds); it is removed so neither stays
-// locked out for good.
-const gcPIDLockMaxAge = 10 * time.Minute
-
-// takeGCPIDLock creates gc.pid.lock with O_EXCL, as git's lockfile API
-// does; a fresh one held by someone else is ErrGCRunning.
-func takeGCPIDLock(p string) (*os.File, error) {
-	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("repack: lock gc.pid: %w", err)
-		}
-		fi, serr := os.Stat(p + ".lock")
-		if attempt > 0 || serr != nil || time.Since(fi.ModTime()) < gcPIDLockMaxAge {
-			return nil, ErrGCRunning
-		}
-		os.Remove(p + ".lock") // only one memfsd per repo removes it (owner lock)
-	}
-}
-
-// gcPIDLive reports whether gc.pid says a gc runs, as git judges it: the
-// file is younger than 12 hours and names a process of another host, or
-// one of this host that still runs (kill 0 succeeds, or EPERM) and is not
-// this process.
-func gcPIDLive(p, host string) bool {
-	fi, err := os.Stat(p)
-	if err != nil || time.Since(fi.ModTime()) > gcPIDMaxAge {
-		return false
-	}
-	pid, h, ok := gcPIDOwner(p)
-	if !ok {
-		return false // git too ignores a gc.pid it cannot parse
-	}
-	if h != host {
-		return true
-	}
-	if pid == os.Getpid() {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// gcPIDOwner reads gc.pid's "<pid> <host>".
-func gcPIDOwner(p string) (int, string, bool) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return 0, "", false
-	}
-	var pid int
-	var host string
-	if n, _ := fmt.Sscanf(string(data), "%d %s", &pid, &host); n != 2 || pid <= 0 {
-		return 0, "", false
-	}
-	return pid, host, true
-}
-
-// releaseGCPID removes gc.pid while it is still ours, under gc.pid.lock so
-// it never removes a gc.pid a git gc has just taken over. When the lock is
-// busy the file stays; it names this process, which the next repack takes
-// for stale, and git for gone once the daemon exits.
-func releaseGCPID(p, host string) {
-	var lock *os.File
-	for try := 0; ; try++ { // git holds it for microseconds
-		var err error
-		if lock, err = os.OpenFile(p+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			break
-		}
-		if try == 50 || !errors.Is(err, fs.ErrExist) {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	defer os.Remove(lock.Name())
-	lock.Close()
-	if pid, h, ok := gcPIDOwner(p); ok && pid == os.Getpid() && h == host {
-		os.Remove(p)
-	}
-}
-
-// listLoose lists the loose objects, sorted.
-func listLoose(objDir string) ([]plumbing.Hash, error) {
-	dirs, err := os.ReadDir(objDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []plumbing.Hash
-	for _, d := range dirs {
-		if !d.IsDir() || len(d.Name()) != 2 {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(objDir, d.Name()))
-		if err != nil {
-			continue
-		}
-		for _, f := range files {
-			if len(f.Name()) != 38 {
-				continue
-			}
-			if h, ok := parseHex(d.Name() + f.Name()); ok {
-				out = append(out, h)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	return out, nil
-}
-
-func parseHex(s string) (plumbing.Hash, bool) {
-	var h plumbing.Hash
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != len(h) {
-		return h, false
-	}
-	copy(h[:], b)
-	return h, true
-}
+// takeGCPID takes .git/gc.pid as git gc does (see gitstore.TakeGCPID).
+func (r *Repo) takeGCPID() (func(), error) { return gitstore.TakeGCPID(r.GitDir) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // ConflictName is where the local side of a true conflict is kept:
@@ -54,7 +55,7 @@ func (r *Repo) localOnly(local, remote plumbing.Hash) ([]*object.Commit, error) 
 				cut = len(chain)
 				break
 			}
-			c, err := r.objs.commit(next)
+			c, err := r.objs.Commit(next)
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +91,7 @@ func (r *Repo) localOnly(local, remote plumbing.Hash) ([]*object.Commit, error) 
 // reaches reports whether from's history contains target, walking back at
 // most until commits older than target by a day (clock skew allowance).
 func (r *Repo) reaches(from, target plumbing.Hash) (bool, error) {
-	tc, err := r.objs.commit(target)
+	tc, err := r.objs.Commit(target)
 	if err != nil {
 		return false, err
 	}
@@ -101,7 +102,7 @@ func (r *Repo) reaches(from, target plumbing.Hash) (bool, error) {
 			return true, nil
 		}
 		h := w.queue[0]
-		c, err := r.objs.commit(h)
+		c, err := r.objs.Commit(h)
 		if err != nil {
 			return false, err
 		}
@@ -120,7 +121,7 @@ func (r *Repo) reaches(from, target plumbing.Hash) (bool, error) {
 func (s *objectStore) entryAt(tree plumbing.Hash, p string) (object.TreeEntry, bool, error) {
 	parts := strings.Split(p, "/")
 	for i, name := range parts {
-		t, err := s.tree(tree)
+		t, err := s.Tree(tree)
 		if err != nil {
 			return object.TreeEntry{}, false, err
 		}
@@ -172,18 +173,18 @@ func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 		return res, err
 	}
 	tip := remote
-	tipTree, err := r.objs.commitTree(remote)
+	tipTree, err := r.objs.CommitTree(remote)
 	if err != nil {
 		return res, err
 	}
 	for _, c := range mine {
 		var parentTree plumbing.Hash
 		if len(c.ParentHashes) > 0 {
-			if parentTree, err = r.objs.commitTree(c.ParentHashes[0]); err != nil {
+			if parentTree, err = r.objs.CommitTree(c.ParentHashes[0]); err != nil {
 				return res, err
 			}
 		}
-		diffs, err := r.objs.diffTrees(parentTree, c.TreeHash, "", nil)
+		diffs, err := r.objs.DiffTrees(parentTree, c.TreeHash, "", nil)
 		if err != nil {
 			return res, err
 		}
@@ -194,7 +195,7 @@ func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 		if len(changes) == 0 {
 			continue // the remote already has this commit's effect
 		}
-		tree, err := r.objs.applyChanges(tipTree, changes)
+		tree, err := r.objs.ApplyChanges(tipTree, changes)
 		if err != nil {
 			return res, err
 		}
@@ -206,25 +207,25 @@ func (r *Repo) replay(local, remote plumbing.Hash) (replayResult, error) {
 		if len(conflicts) > 0 {
 			msg = strings.TrimRight(msg, "\n") + "\n\nmemfsd: conflict copies: " + strings.Join(conflicts, ", ") + "\n"
 		}
-		h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{tip}, c.Author, committer, msg))
+		h, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{tip}, c.Author, committer, msg))
 		if err != nil {
 			return res, err
 		}
-		r.objs.rememberCommit(h, tree)
+		r.objs.RememberCommit(h, tree)
 		tip, tipTree = h, tree
 		res.Replayed++
 		res.Conflicts = append(res.Conflicts, conflicts...)
 	}
 	res.Head = tip
-	return res, r.objs.flush(true)
+	return res, r.objs.Flush(true)
 }
 
 // mergeChanges turns one local commit's file changes into changes on top of
 // the tree tip. One side changed → that side; both → a line merge; a true
 // conflict → theirs at the path and ours beside it as a conflict copy;
 // delete against modify → the modified file.
-func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbing.Hash) ([]change, []string, error) {
-	var out []change
+func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []gitstore.FileChange, local plumbing.Hash) ([]gitstore.Change, []string, error) {
+	var out []gitstore.Change
 	var conflicts []string
 	for _, d := range diffs {
 		from, fromOK := d.From, !d.From.Hash.IsZero()
@@ -240,7 +241,7 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbin
 			if clash {
 				copyPath := ConflictName(d.Path, local)
 				if clash2, err := r.objs.clashesAt(tip, copyPath); err == nil && !clash2 {
-					out = append(out, change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
+					out = append(out, gitstore.Change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
 					conflicts = append(conflicts, copyPath)
 				}
 				continue
@@ -254,40 +255,40 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []fileChange, local plumbin
 		case sameEntry(cur, curOK, to, toOK):
 			continue // already there
 		case sameEntry(cur, curOK, from, fromOK):
-			out = append(out, change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // only we changed it
+			out = append(out, gitstore.Change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // only we changed it
 			continue
 		case !toOK:
 			continue // we deleted, they changed: keep theirs
 		case !curOK:
-			out = append(out, change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // they deleted, we changed: keep ours
+			out = append(out, gitstore.Change{Path: d.Path, Hash: to.Hash, Mode: to.Mode}) // they deleted, we changed: keep ours
 			continue
 		}
 		var base []byte
 		if fromOK {
-			if base, err = r.objs.blob(from.Hash); err != nil {
+			if base, err = r.objs.Blob(from.Hash); err != nil {
 				return nil, nil, err
 			}
 		}
-		ours, err := r.objs.blob(to.Hash)
+		ours, err := r.objs.Blob(to.Hash)
 		if err != nil {
 			return nil, nil, err
 		}
-		theirs, err := r.objs.blob(cur.Hash)
+		theirs, err := r.objs.Blob(cur.Hash)
 		if err != nil {
 			return nil, nil, err
 		}
 		if to.Mode == filemode.Regular || to.Mode == filemode.Executable {
 			if merged, ok := merge3.Merge(base, ours, theirs); ok {
-				h, err := r.objs.write(plumbing.BlobObject, merged)
+				h, err := r.objs.Write(plumbing.BlobObject, merged)
 				if err != nil {
 					return nil, nil, err
 				}
-				out = append(out, change{Path: d.Path, Hash: h, Mode: to.Mode})
+				out = append(out, gitstore.Change{Path: d.Path, Hash: h, Mode: to.Mode})
 				continue
 			}
 		}
 		copyPath := ConflictName(d.Path, local)
-		out = append(out, change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
+		out = append(out, gitstore.Change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
 		conflicts = append(conflicts, copyPath)
 	}
 	return out, conflicts, nil
@@ -306,13 +307,13 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 	if err := r.flattenCommit(remote, theirs); err != nil {
 		return res, err
 	}
-	var changes []change
+	var changes []gitstore.Change
 	paths := make([]string, 0, len(mine))
 	for p := range mine {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	remoteTree, err := r.objs.commitTree(remote)
+	remoteTree, err := r.objs.CommitTree(remote)
 	if err != nil {
 		return res, err
 	}
@@ -328,32 +329,32 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 		switch {
 		case clash: // a folder of theirs (or a file on our path): ours beside it
 			cp := ConflictName(p, local)
-			changes = append(changes, change{Path: cp, Hash: e.Hash, Mode: e.Mode})
+			changes = append(changes, gitstore.Change{Path: cp, Hash: e.Hash, Mode: e.Mode})
 			res.Conflicts = append(res.Conflicts, cp)
 		case !ok:
-			changes = append(changes, change{Path: p, Hash: e.Hash, Mode: e.Mode})
+			changes = append(changes, gitstore.Change{Path: p, Hash: e.Hash, Mode: e.Mode})
 		case t.Hash != e.Hash || t.Mode != e.Mode:
 			cp := ConflictName(p, local)
-			changes = append(changes, change{Path: cp, Hash: e.Hash, Mode: e.Mode})
+			changes = append(changes, gitstore.Change{Path: cp, Hash: e.Hash, Mode: e.Mode})
 			res.Conflicts = append(res.Conflicts, cp)
 		}
 	}
 	if len(changes) == 0 {
 		return res, nil
 	}
-	tree, err := r.objs.applyChanges(remoteTree, changes)
+	tree, err := r.objs.ApplyChanges(remoteTree, changes)
 	if err != nil {
 		return res, err
 	}
 	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
 	msg := fmt.Sprintf("memfsd: restore %d local files after the remote history was replaced\n\nOld local tip: %s\n", len(changes), local)
-	h, err := r.objs.write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{remote}, sig, sig, msg))
+	h, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{remote}, sig, sig, msg))
 	if err != nil {
 		return res, err
 	}
-	r.objs.rememberCommit(h, tree)
+	r.objs.RememberCommit(h, tree)
 	res.Head, res.Replayed = h, 1
-	return res, r.objs.flush(true)
+	return res, r.objs.Flush(true)
 }
 
 // clashesAt reports whether a file at p would clash with tree: a folder
@@ -361,7 +362,7 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 func (s *objectStore) clashesAt(tree plumbing.Hash, p string) (bool, error) {
 	parts := strings.Split(p, "/")
 	for i, name := range parts {
-		t, err := s.tree(tree)
+		t, err := s.Tree(tree)
 		if err != nil {
 			return false, err
 		}

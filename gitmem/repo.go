@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -90,7 +91,7 @@ type Repo struct {
 	splitOff  bool
 	st        *filesystem.Storage
 	objs      *objectStore
-	spares    *spares
+	spares    *gitstore.Spares
 	bg        *background // a repack and its goroutines: Close waits
 	owner     *os.File    // shared flock: see claim
 	journal   *replaceJournal
@@ -117,9 +118,9 @@ type Repo struct {
 // spare files) and closes its files.
 func (r *Repo) Close() error {
 	r.bg.stop()
-	r.spares.stop()
-	r.objs.releaseKept()
-	r.objs.close()
+	r.spares.Stop()
+	r.objs.ReleaseKept()
+	r.objs.Close()
 	if r.owner != nil {
 		r.owner.Close()
 		r.owner = nil
@@ -146,7 +147,7 @@ func (r *Repo) openTree() error {
 func (r *Repo) unlock() {
 	r.journal.done()
 	r.leaseWaited = 0
-	r.objs.releaseKept()
+	r.objs.ReleaseKept()
 	r.mu.Unlock()
 }
 
@@ -167,17 +168,17 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 		r.wt.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	if err := ClearStaleLocks(gitDir, DefaultStaleLockAge, r.log); err != nil {
+	if err := gitstore.ClearStaleLocks(gitDir, gitstore.DefaultStaleLockAge, r.log); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	clearFetchLeftovers(gitDir, staleFetchAge)
-	clearWriteKeeps(gitDir)
+	gitstore.ClearWriteKeeps(gitDir)
 	r.probeLeases()
 	if fixed := r.recoverTorn(); len(fixed) > 0 {
 		r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
 	}
-	r.objs.watch()
-	r.spares.start()
+	r.objs.Watch()
+	r.spares.Start()
 	return r, nil
 }
 
@@ -186,16 +187,16 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		opts.Branch = DefaultBranch
 	}
 	if opts.LockWait == 0 {
-		opts.LockWait = DefaultLockWait
+		opts.LockWait = gitstore.DefaultLockWait
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	gitDir := filepath.Join(dir, ".git")
-	st := filesystem.NewStorageWithOptions(newGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
-	sp := newSpares(gitDir)
+	st := filesystem.NewStorageWithOptions(gitstore.NewGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
+	sp := gitstore.NewSpares(gitDir)
 	objs := newObjectStore(gitDir, st, !opts.NoSync)
-	objs.spares = sp
+	objs.Spares = sp
 	return &Repo{
 		Dir:     dir,
 		GitDir:  gitDir,
@@ -218,18 +219,18 @@ func (r *Repo) trackingRef() string { return "refs/remotes/" + RemoteName + "/" 
 
 // Head is the commit the branch points to (zero when unborn).
 func (r *Repo) Head() (plumbing.Hash, error) {
-	return readRef(r.GitDir, r.branchRef())
+	return gitstore.ReadRef(r.GitDir, r.branchRef())
 }
 
 // RemoteHead is the last known commit of the remote branch.
 func (r *Repo) RemoteHead() (plumbing.Hash, error) {
-	return readRef(r.GitDir, r.trackingRef())
+	return gitstore.ReadRef(r.GitDir, r.trackingRef())
 }
 
 // checkHead makes sure HEAD is on the kept branch: memfsd never commits on a
 // detached HEAD or another branch a person checked out.
 func (r *Repo) checkHead() error {
-	b, err := headBranch(r.GitDir)
+	b, err := gitstore.HeadBranch(r.GitDir)
 	if err != nil {
 		return err
 	}
@@ -272,6 +273,6 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
 	r.probeLeases()
-	r.spares.start()
+	r.spares.Start()
 	return r, nil
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // Errors of ResolveRevision: the caller's input, never the repository's
@@ -53,9 +55,9 @@ func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
 	}
 	r.mu.Lock()
 	defer r.unlock()
-	c, err := r.objs.commit(h)
+	c, err := r.objs.Commit(h)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("revision %q: %s is not a commit of this repository: %w", rev, short(h), ErrUnknownRevision)
+		return plumbing.ZeroHash, fmt.Errorf("revision %q: %s is not a commit of this repository: %w", rev, gitstore.Short(h), ErrUnknownRevision)
 	}
 	for _, s := range steps {
 		for range s.count {
@@ -68,9 +70,9 @@ func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
 				break
 			}
 			if idx >= len(c.ParentHashes) {
-				return plumbing.ZeroHash, fmt.Errorf("revision %q: %s has %d parent(s), no parent %d: %w", rev, short(c.Hash), len(c.ParentHashes), idx+1, ErrUnknownRevision)
+				return plumbing.ZeroHash, fmt.Errorf("revision %q: %s has %d parent(s), no parent %d: %w", rev, gitstore.Short(c.Hash), len(c.ParentHashes), idx+1, ErrUnknownRevision)
 			}
-			if c, err = r.objs.commit(c.ParentHashes[idx]); err != nil {
+			if c, err = r.objs.Commit(c.ParentHashes[idx]); err != nil {
 				return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, err)
 			}
 		}
@@ -219,7 +221,7 @@ func (r *Repo) refTarget(name string) (plumbing.Hash, error) {
 	for range maxRefDepth {
 		data, err := readSmallRegular(filepath.Join(r.GitDir, filepath.FromSlash(name)))
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return readPackedRef(r.GitDir, name)
+			return gitstore.ReadPackedRef(r.GitDir, name)
 		}
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
@@ -278,7 +280,7 @@ func (r *Repo) resolveShort(prefix string) (plumbing.Hash, error) {
 	r.mu.Lock()
 	var commits []plumbing.Hash
 	for _, h := range found {
-		if _, err := r.objs.commit(h); err == nil {
+		if _, err := r.objs.Commit(h); err == nil {
 			commits = append(commits, h)
 		}
 	}
@@ -315,7 +317,7 @@ func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
 			out = append(out, h)
 		}
 	}
-	if entries, err := os.ReadDir(filepath.Join(s.dir, prefix[:2])); err == nil {
+	if entries, err := os.ReadDir(filepath.Join(s.Dir, prefix[:2])); err == nil {
 		for _, e := range entries {
 			name := prefix[:2] + e.Name()
 			if len(name) == 40 && strings.HasPrefix(name, prefix) && isHex(name) {
@@ -323,7 +325,7 @@ func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
 			}
 		}
 	}
-	idxs, err := filepath.Glob(filepath.Join(s.dir, "pack", "*.idx"))
+	idxs, err := filepath.Glob(filepath.Join(s.Dir, "pack", "*.idx"))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memfsd/memfsd/gitfmt/index"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -182,11 +183,11 @@ func (r *Repo) scanWork() (WorkScan, error) {
 // their index entry, as `git status` does, so the next scan need not read
 // them again. It is an optimisation: when the index is locked it is skipped.
 func (r *Repo) refreshIndex(paths []string) {
-	lk, err := acquireLock(filepath.Join(r.GitDir, "index"), 0, r.spares)
+	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), 0, r.spares)
 	if err != nil {
 		return
 	}
-	defer lk.rollback()
+	defer lk.Rollback()
 	ix, err := r.readIndex()
 	if err != nil {
 		return
@@ -217,7 +218,7 @@ func (r *Repo) refreshIndex(paths []string) {
 	}
 	ix.SmudgeRacy(skip)
 	data, err := r.encodeIndex(ix)
-	if err == nil && lk.write(data, false) == nil && lk.commit() == nil {
+	if err == nil && lk.Write(data, false) == nil && lk.Commit() == nil {
 		r.indexWritten(ix, data)
 	}
 }
@@ -249,7 +250,7 @@ func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *index.Index) (pl
 // tree flattened is kept: status, the turn's answer and the mass-delete
 // guard all ask for HEAD's files, and HEAD rarely moves between them.
 func (r *Repo) flattenCommit(h plumbing.Hash, files map[string]object.TreeEntry) error {
-	tree, err := r.objs.commitTree(h)
+	tree, err := r.objs.CommitTree(h)
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func (r *Repo) flattenCommit(h plumbing.Hash, files map[string]object.TreeEntry)
 }
 
 func (r *Repo) flattenTree(h plumbing.Hash, prefix string, files map[string]object.TreeEntry) error {
-	t, err := r.objs.tree(h)
+	t, err := r.objs.Tree(h)
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 	if head, err := r.Head(); err != nil {
 		return "", err
 	} else if !head.IsZero() {
-		tree, err := r.objs.commitTree(head)
+		tree, err := r.objs.CommitTree(head)
 		if err != nil {
 			return "", err
 		}
@@ -385,7 +386,7 @@ func (r *Repo) fileAt(ref func() (plumbing.Hash, error), path string) ([]byte, b
 	if err != nil || head.IsZero() {
 		return nil, false, err
 	}
-	tree, err := r.objs.commitTree(head)
+	tree, err := r.objs.CommitTree(head)
 	if err != nil {
 		return nil, false, err
 	}
@@ -393,6 +394,6 @@ func (r *Repo) fileAt(ref func() (plumbing.Hash, error), path string) ([]byte, b
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	data, err := r.objs.blob(e.Hash)
+	data, err := r.objs.Blob(e.Hash)
 	return data, err == nil, err
 }

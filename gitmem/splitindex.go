@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitfmt/index"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
@@ -65,11 +66,11 @@ func (r *Repo) encodeIndex(ix *index.Index) ([]byte, error) {
 		// Durable before any index that links to it is renamed in (not
 		// every index write is followed by a syncfs). Rare: a new shared
 		// index starts past 20 % of changes.
-		if err := atomicfile.Write(path, whole, 0o644, r.objs.sync); err != nil {
+		if err := atomicfile.Write(path, whole, 0o644, r.objs.Sync); err != nil {
 			return nil, fmt.Errorf("write shared index: %w", err)
 		}
-		if r.objs.sync {
-			if err := syncDir(r.GitDir); err != nil {
+		if r.objs.Sync {
+			if err := gitstore.SyncDir(r.GitDir); err != nil {
 				return nil, fmt.Errorf("write shared index: %w", err)
 			}
 		}

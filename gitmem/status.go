@@ -139,7 +139,7 @@ func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) 
 		return plumbing.ZeroHash, false, err
 	}
 	for i := 0; i < limit && !h.IsZero(); i++ {
-		c, err := r.objs.commit(h)
+		c, err := r.objs.Commit(h)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
@@ -188,5 +188,5 @@ func (r *Repo) HeadFiles() (plumbing.Hash, []FileEntry, error) {
 func (r *Repo) Blob(h plumbing.Hash) ([]byte, error) {
 	r.mu.Lock()
 	defer r.unlock()
-	return r.objs.blob(h)
+	return r.objs.Blob(h)
 }

@@ -53,4 +53,4 @@ func (b *Batch) HeadFiles() ([]TreeFile, error) {
 }
 
 // Blob reads a blob, under the lock the guard runs in.
-func (b *Batch) Blob(h plumbing.Hash) ([]byte, error) { return b.r.objs.blob(h) }
+func (b *Batch) Blob(h plumbing.Hash) ([]byte, error) { return b.r.objs.Blob(h) }

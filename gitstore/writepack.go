@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"compress/zlib"
@@ -50,35 +50,35 @@ type recentObject struct {
 // one a person or git made.
 const writeKeep = "memfsd: until the ref that needs it moves\n"
 
-// writePacksDue is how many packs of writes make a repack worth it,
+// WritePacksDue is how many packs of writes make a repack worth it,
 // whatever their size: well under git's gc.autoPackLimit of 50.
-const writePacksDue = 32
+const WritePacksDue = 32
 
 // stage keeps an object for the next flush's pack. The caller does not
 // change data afterwards.
-func (s *objectStore) stage(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
+func (s *Objects) stage(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
 	if s.pendingAt == nil {
 		s.pendingAt = map[plumbing.Hash]int{}
 	}
 	s.pendingAt[h] = len(s.pending)
 	s.pending = append(s.pending, pack.Object{Hash: h, Type: t, Data: data})
 	s.remember(h)
-	s.looseSince.Add(1)
+	s.LooseSince.Add(1)
 }
 
 // forgetPending drops the pending objects from memory and from every cache
 // that says they exist: they never reached the disk.
-func (s *objectStore) forgetPending() {
+func (s *Objects) forgetPending() {
 	for _, p := range s.pending {
 		delete(s.present, p.Hash)
-		delete(s.trees, p.Hash)
+		delete(s.Trees, p.Hash)
 		delete(s.commitTrees, p.Hash)
 		delete(s.commits, p.Hash)
 	}
 	s.dropPending()
 }
 
-func (s *objectStore) dropPending() {
+func (s *Objects) dropPending() {
 	clear(s.pending) // let the data go
 	s.pending = s.pending[:0]
 	clear(s.pendingAt)
@@ -88,12 +88,12 @@ func (s *objectStore) dropPending() {
 // objects/pack (pack first, index last: git sees a pack by its index).
 // Not synced: the caller's syncfs hardens both before a ref may point
 // into them.
-func (s *objectStore) writePending() error {
+func (s *Objects) writePending() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
 	pack, idx, offsets := pack.Encode(s.pending)
-	packDir := filepath.Join(s.dir, "pack")
+	packDir := filepath.Join(s.Dir, "pack")
 	base := filepath.Join(packDir, "pack-"+plumbing.Hash(pack[len(pack)-20:]).String())
 	packPlaced := false
 	for _, f := range []struct {
@@ -121,22 +121,22 @@ func (s *objectStore) writePending() error {
 	for i, p := range s.pending {
 		s.recent[p.Hash] = recentObject{pack: base + ".pack", off: offsets[i], t: p.Type, size: int64(len(p.Data))}
 	}
-	s.writePacks.Add(1)
+	s.WritePacks.Add(1)
 	return nil
 }
 
-// releaseKept removes the .keep files of the packs written so far.
-func (s *objectStore) releaseKept() {
+// ReleaseKept removes the .keep files of the packs written so far.
+func (s *Objects) ReleaseKept() {
 	for _, k := range s.kept {
 		_ = os.Remove(k)
 	}
 	s.kept = s.kept[:0]
 }
 
-// clearWriteKeeps removes the .keep files of writes that a crash left
+// ClearWriteKeeps removes the .keep files of writes that a crash left
 // (their refs moved or never will): with them, neither git nor memfsd
 // would ever roll those packs up.
-func clearWriteKeeps(gitDir string) {
+func ClearWriteKeeps(gitDir string) {
 	dir := filepath.Join(gitDir, "objects", "pack")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -156,11 +156,11 @@ func clearWriteKeeps(gitDir string) {
 // placeFile writes data into a spare file, read-only, renamed to path;
 // placed is false when a file was at path already (packs are named by
 // their content, so it is the same).
-func (s *objectStore) placeFile(path string, data []byte) (placed bool, err error) {
+func (s *Objects) placeFile(path string, data []byte) (placed bool, err error) {
 	if _, err := os.Lstat(path); err == nil {
 		return false, nil
 	}
-	f, tmp, err := s.spares.take()
+	f, tmp, err := s.Spares.take()
 	if err != nil {
 		return false, err
 	}
@@ -189,7 +189,7 @@ func (s *objectStore) placeFile(path string, data []byte) (placed bool, err erro
 // ownObject returns an object of the write in progress or of a pack this
 // store wrote, without go-git. ok is false when it is neither (or its pack
 // went, to a person's `git gc`: go-git finds it where it went).
-func (s *objectStore) ownObject(h plumbing.Hash) (t plumbing.ObjectType, data []byte, ok bool) {
+func (s *Objects) ownObject(h plumbing.Hash) (t plumbing.ObjectType, data []byte, ok bool) {
 	if i, found := s.pendingAt[h]; found {
 		p := s.pending[i]
 		return p.Type, p.Data, true
@@ -245,7 +245,7 @@ func readWholeEntry(loc recentObject) ([]byte, error) {
 // every pack index.
 type objectReader struct {
 	storer.EncodedObjectStorer
-	s *objectStore
+	s *Objects
 }
 
 func (r objectReader) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {

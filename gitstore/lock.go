@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"errors"
@@ -26,9 +26,9 @@ const DefaultStaleLockAge = time.Minute
 // ErrLocked is returned when a git lock file stayed taken for the whole wait.
 var ErrLocked = errors.New("lock held by another process")
 
-// lockFile is git's lock protocol: "<path>.lock" created exclusively, written,
+// LockFile is git's lock protocol: "<path>.lock" created exclusively, written,
 // then renamed over <path> to commit, or removed to roll back.
-type lockFile struct {
+type LockFile struct {
 	target string
 	path   string
 	f      *os.File
@@ -36,12 +36,12 @@ type lockFile struct {
 	done   bool
 }
 
-// acquireLock takes <target>.lock, retrying until wait has passed. With
+// AcquireLock takes <target>.lock, retrying until wait has passed. With
 // spares, the lock is a spare file linked into place (no new inode on the
 // write's path, and a restart can tell the lock is memfsd's: see
 // ClearStaleLocks); without, it is created with O_CREAT|O_EXCL. With
 // spares, a missing folder for the lock is made.
-func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, error) {
+func AcquireLock(target string, wait time.Duration, sp *Spares) (*LockFile, error) {
 	path := target + ".lock"
 	deadline := time.Now().Add(wait)
 	delay := time.Millisecond
@@ -70,7 +70,7 @@ func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, erro
 			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		}
 		if err == nil {
-			return &lockFile{target: target, path: path, f: f, spare: spareName}, nil
+			return &LockFile{target: target, path: path, f: f, spare: spareName}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			if spare != nil {
@@ -93,8 +93,8 @@ func acquireLock(target string, wait time.Duration, sp *spares) (*lockFile, erro
 	}
 }
 
-// write replaces the lock file's content.
-func (l *lockFile) write(data []byte, sync bool) error {
+// Write replaces the lock file's content.
+func (l *LockFile) Write(data []byte, sync bool) error {
 	if _, err := l.f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", l.path, err)
 	}
@@ -106,8 +106,8 @@ func (l *lockFile) write(data []byte, sync bool) error {
 	return nil
 }
 
-// commit renames the lock over its target.
-func (l *lockFile) commit() error {
+// Commit renames the lock over its target.
+func (l *LockFile) Commit() error {
 	l.done = true
 	defer l.dropSpare()
 	if err := l.f.Close(); err != nil {
@@ -121,14 +121,14 @@ func (l *lockFile) commit() error {
 	return nil
 }
 
-func (l *lockFile) dropSpare() {
+func (l *LockFile) dropSpare() {
 	if l.spare != "" {
 		_ = os.Remove(l.spare)
 	}
 }
 
-// rollback removes the lock, leaving the target as it was. Safe after commit.
-func (l *lockFile) rollback() {
+// Rollback removes the lock, leaving the target as it was. Safe after commit.
+func (l *LockFile) Rollback() {
 	if l.done {
 		return // committed: the name may already be someone else's lock
 	}
@@ -136,6 +136,14 @@ func (l *lockFile) rollback() {
 	_ = l.f.Close()
 	_ = os.Remove(l.path)
 	l.dropSpare()
+}
+
+// Abandon closes the lock's file and leaves the lock in place, as a
+// process killed while holding it does (what ClearStaleLocks and git's own
+// error message are for); tests use it to stage that crash.
+func (l *LockFile) Abandon() error {
+	l.done = true
+	return l.f.Close()
 }
 
 // lockedError says who may hold the lock at path and what to do: a
@@ -186,9 +194,9 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 			continue
 		}
 		if ours == nil {
-			ours = ownLockSpares(gitDir)
+			ours = OwnLockSpares(gitDir)
 		}
-		spare, mine := ours[inode(fi)]
+		spare, mine := ours[Inode(fi)]
 		if !mine {
 			if log != nil {
 				log.Warn("a git lock is held, not by memfsd: kept (remove it if no git command is running)",
@@ -207,9 +215,9 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 	return nil
 }
 
-// ownLockSpares maps the inodes of spare files that have another name too
+// OwnLockSpares maps the inodes of spare files that have another name too
 // (a lock memfsd took by linking them) to their name in the spare folder.
-func ownLockSpares(gitDir string) map[uint64]string {
+func OwnLockSpares(gitDir string) map[uint64]string {
 	spareDir := filepath.Join(gitDir, "memfsd", "spare")
 	ours := map[uint64]string{}
 	entries, err := os.ReadDir(spareDir)
@@ -228,8 +236,8 @@ func ownLockSpares(gitDir string) map[uint64]string {
 	return ours
 }
 
-// inode is fi's inode number (0 when the platform has none).
-func inode(fi fs.FileInfo) uint64 {
+// Inode is fi's inode number (0 when the platform has none).
+func Inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ino
 	}

@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"os"
@@ -17,7 +17,8 @@ import (
 // ("packfile not found") until it is gone.
 type gitFS struct{ billy.Filesystem }
 
-func newGitFS(gitDir string) billy.Filesystem { return gitFS{osfs.New(gitDir)} }
+// NewGitFS is gitDir as go-git's storage should see it (see gitFS).
+func NewGitFS(gitDir string) billy.Filesystem { return gitFS{osfs.New(gitDir)} }
 
 func (f gitFS) ReadDir(path string) ([]os.FileInfo, error) {
 	infos, err := f.Filesystem.ReadDir(path)

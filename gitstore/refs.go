@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"bufio"
@@ -20,28 +20,29 @@ import (
 // moved in the meantime.
 var ErrRefMoved = errors.New("ref moved by another writer")
 
-// readRef reads a ref as git does: the loose file first (it shadows
+// ReadRef reads a ref as git does: the loose file first (it shadows
 // packed-refs), then packed-refs. A missing ref is the zero hash.
-func readRef(gitDir, name string) (plumbing.Hash, error) {
+func ReadRef(gitDir, name string) (plumbing.Hash, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name)))
 	switch {
 	case err == nil:
 		s := strings.TrimSpace(string(data))
 		if strings.HasPrefix(s, "ref: ") {
-			return readRef(gitDir, strings.TrimPrefix(s, "ref: "))
+			return ReadRef(gitDir, strings.TrimPrefix(s, "ref: "))
 		}
 		if !plumbing.IsHash(s) {
 			return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad content %q", name, s)
 		}
 		return plumbing.NewHash(s), nil
 	case errors.Is(err, fs.ErrNotExist):
-		return readPackedRef(gitDir, name)
+		return ReadPackedRef(gitDir, name)
 	default:
 		return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
 	}
 }
 
-func readPackedRef(gitDir, name string) (plumbing.Hash, error) {
+// ReadPackedRef reads name from packed-refs alone.
+func ReadPackedRef(gitDir, name string) (plumbing.Hash, error) {
 	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return plumbing.ZeroHash, nil
@@ -61,8 +62,8 @@ func readPackedRef(gitDir, name string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, sc.Err()
 }
 
-// headBranch is the ref HEAD points to ("" when HEAD is detached).
-func headBranch(gitDir string) (string, error) {
+// HeadBranch is the ref HEAD points to ("" when HEAD is detached).
+func HeadBranch(gitDir string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", fmt.Errorf("read HEAD: %w", err)
@@ -74,65 +75,65 @@ func headBranch(gitDir string) (string, error) {
 	return strings.TrimPrefix(s, "ref: "), nil
 }
 
-// casRef moves ref name from old to new with git's protocol: take
+// CASRef moves ref name from old to new with git's protocol: take
 // <ref>.lock, check the current value is old, write new into the lock,
 // rename it into place. old == ZeroHash means "must not exist".
 //
 // With a log entry, the move is also appended to git's reflog of the ref
 // (and of HEAD when HEAD is on it) under the ref's lock, as git does, so
 // `git reflog` shows memfsd's commits, pulls and recoveries.
-func casRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool, sp *spares, log *reflogEntry) error {
-	u, err := prepareRef(gitDir, name, old, new, wait, sp, log)
+func CASRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sync bool, sp *Spares, log *ReflogEntry) error {
+	u, err := PrepareRef(gitDir, name, old, new, wait, sp, log)
 	if err != nil {
 		return err
 	}
-	defer u.rollback()
-	return u.commit(sync)
+	defer u.Rollback()
+	return u.Commit(sync)
 }
 
-// refUpdate is a ref move prepared under the ref's lock: the new value is
+// RefUpdate is a ref move prepared under the ref's lock: the new value is
 // written to the lock file, not yet in place. A commit prepares its ref,
 // then hardens objects, index and the ref's new value with one syncfs, and
 // only then moves the ref (commit(false)): one flush instead of two, and
 // still no ref that points at an object a power cut can lose.
-type refUpdate struct {
-	lk       *lockFile
+type RefUpdate struct {
+	lk       *LockFile
 	gitDir   string
 	name     string
 	old, new plumbing.Hash
-	log      *reflogEntry
+	log      *ReflogEntry
 }
 
-// prepareRef takes name's lock, checks the ref is still at old
+// PrepareRef takes name's lock, checks the ref is still at old
 // (ErrRefMoved otherwise) and writes new into the lock file.
-func prepareRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sp *spares, log *reflogEntry) (*refUpdate, error) {
+func PrepareRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration, sp *Spares, log *ReflogEntry) (*RefUpdate, error) {
 	path := filepath.Join(gitDir, filepath.FromSlash(name))
 	if sp == nil { // the hot path (a commit) knows refs/heads exists
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("update %s: %w", name, err)
 		}
 	}
-	lk, err := acquireLock(path, wait, sp)
+	lk, err := AcquireLock(path, wait, sp)
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
-	cur, err := readRef(gitDir, name)
+	cur, err := ReadRef(gitDir, name)
 	if err == nil && cur != old {
-		err = fmt.Errorf("%w (is at %s, expected %s)", ErrRefMoved, short(cur), short(old))
+		err = fmt.Errorf("%w (is at %s, expected %s)", ErrRefMoved, Short(cur), Short(old))
 	}
 	if err == nil {
-		err = lk.write([]byte(new.String()+"\n"), false)
+		err = lk.Write([]byte(new.String()+"\n"), false)
 	}
 	if err != nil {
-		lk.rollback()
+		lk.Rollback()
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
-	return &refUpdate{lk: lk, gitDir: gitDir, name: name, old: old, new: new, log: log}, nil
+	return &RefUpdate{lk: lk, gitDir: gitDir, name: name, old: old, new: new, log: log}, nil
 }
 
-// commit moves the ref into place, fsyncing its new value first when sync
+// Commit moves the ref into place, fsyncing its new value first when sync
 // (false when a syncfs after prepareRef already covered it).
-func (u *refUpdate) commit(sync bool) error {
+func (u *RefUpdate) Commit(sync bool) error {
 	if sync {
 		if err := u.lk.f.Sync(); err != nil {
 			return fmt.Errorf("update %s: sync: %w", u.name, err)
@@ -141,35 +142,35 @@ func (u *refUpdate) commit(sync bool) error {
 	if u.log != nil {
 		u.log.append(u.gitDir, u.name, u.old, u.new)
 	}
-	if err := u.lk.commit(); err != nil {
+	if err := u.lk.Commit(); err != nil {
 		return fmt.Errorf("update %s: %w", u.name, err)
 	}
 	return nil
 }
 
-// rollback drops the lock, leaving the ref as it was. Safe after commit.
-func (u *refUpdate) rollback() { u.lk.rollback() }
+// Rollback drops the lock, leaving the ref as it was. Safe after commit.
+func (u *RefUpdate) Rollback() { u.lk.Rollback() }
 
-// reflogEntry is who moved a ref and why, for git's reflog.
-type reflogEntry struct {
-	who Signature
-	msg string
+// ReflogEntry is who moved a ref and why, for git's reflog.
+type ReflogEntry struct {
+	Name, Email string // who
+	Msg         string
 }
 
 // append writes the entry to logs/<name>, and to logs/HEAD when HEAD
 // points at name. A reflog that cannot be written is not a failed ref move
 // (git treats it the same way): it is skipped.
-func (e *reflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
+func (e *ReflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
 	_, offset := time.Now().Zone()
 	sign := '+'
 	if offset < 0 {
 		sign, offset = '-', -offset
 	}
-	msg := strings.ReplaceAll(strings.TrimSpace(e.msg), "\n", " ")
-	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, codec.SanitizeSig(e.who.Name), codec.SanitizeSig(e.who.Email),
+	msg := strings.ReplaceAll(strings.TrimSpace(e.Msg), "\n", " ")
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, codec.SanitizeSig(e.Name), codec.SanitizeSig(e.Email),
 		time.Now().Unix(), sign, offset/3600, (offset%3600)/60, msg)
 	targets := []string{name}
-	if head, err := headBranch(gitDir); err == nil && head == name {
+	if head, err := HeadBranch(gitDir); err == nil && head == name {
 		targets = append(targets, "HEAD")
 	}
 	for _, t := range targets {
@@ -186,21 +187,22 @@ func (e *reflogEntry) append(gitDir, name string, old, new plumbing.Hash) {
 	}
 }
 
-// setRef writes a ref unconditionally (still through its lock).
-func setRef(gitDir, name string, h plumbing.Hash, wait time.Duration, sp *spares) error {
+// SetRef writes a ref unconditionally (still through its lock).
+func SetRef(gitDir, name string, h plumbing.Hash, wait time.Duration, sp *Spares) error {
 	path := filepath.Join(gitDir, filepath.FromSlash(name))
-	lk, err := acquireLock(path, wait, sp)
+	lk, err := AcquireLock(path, wait, sp)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
-	defer lk.rollback()
-	if err := lk.write([]byte(h.String()+"\n"), false); err != nil {
+	defer lk.Rollback()
+	if err := lk.Write([]byte(h.String()+"\n"), false); err != nil {
 		return fmt.Errorf("update %s: %w", name, err)
 	}
-	return lk.commit()
+	return lk.Commit()
 }
 
-func short(h plumbing.Hash) string {
+// Short is h's first seven hex digits ("nothing" for the zero id), for messages.
+func Short(h plumbing.Hash) string {
 	if h.IsZero() {
 		return "nothing"
 	}

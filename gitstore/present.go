@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"os"
@@ -35,7 +35,7 @@ const packMtimeGrain = time.Second
 
 // isPresent reports whether h is an object memfsd wrote and that is still
 // there: pending, or in a pack of memfsd's that no one has removed.
-func (s *objectStore) isPresent(h plumbing.Hash) bool {
+func (s *Objects) isPresent(h plumbing.Hash) bool {
 	if !s.present[h] {
 		return false
 	}
@@ -51,8 +51,8 @@ func (s *objectStore) isPresent(h plumbing.Hash) bool {
 
 // packsIntact reports whether every pack of the view is still there, and
 // brings the view up to date with the folder.
-func (s *objectStore) packsIntact() bool {
-	dir := filepath.Join(s.dir, "pack")
+func (s *Objects) packsIntact() bool {
+	dir := filepath.Join(s.Dir, "pack")
 	fi, err := os.Stat(dir)
 	if err == nil && s.view.listed && fi.ModTime().Equal(s.view.mtime) && s.view.listedAt.Sub(s.view.mtime) > packMtimeGrain {
 		return true // unchanged since a listing made well after its last change
@@ -75,24 +75,24 @@ func (s *objectStore) packsIntact() bool {
 // packsGone forgets what the removed packs held: the present cache, the
 // store's own pack locations and go-git's pack list (it would keep the
 // removed pack files open and answer from them).
-func (s *objectStore) packsGone() {
+func (s *Objects) packsGone() {
 	clear(s.present)
-	s.rereadPacks()
+	s.RereadPacks()
 }
 
 // addOwnPack records that memfsd placed pack (a path) and that present
 // objects live in it: its removal must show as a pack gone from the view.
-func (s *objectStore) addOwnPack(pack string) {
+func (s *Objects) addOwnPack(pack string) {
 	if !s.view.listed {
 		s.packsIntact() // lists the folder, the new pack with it
 	}
 	s.view.packs[filepath.Base(pack)] = true
 }
 
-// packsRolledUp records memfsd's own repack, which keeps every object of
+// PacksRolledUp records memfsd's own repack, which keeps every object of
 // the packs it merges (names without ".pack") in pack: their removal
 // takes nothing from the present cache.
-func (s *objectStore) packsRolledUp(merged []string, pack string) {
+func (s *Objects) PacksRolledUp(merged []string, pack string) {
 	if !s.view.listed {
 		return
 	}

@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"fmt"
@@ -11,32 +11,32 @@ import (
 	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
-// change sets one path of a tree to a blob, or removes it (Hash zero).
-type change struct {
+// Change sets one path of a tree to a blob, or removes it (Hash zero).
+type Change struct {
 	Path string // slash-separated, relative to the root
 	Hash plumbing.Hash
 	Mode filemode.FileMode
 }
 
-func (c change) isDelete() bool { return c.Hash.IsZero() }
+func (c Change) isDelete() bool { return c.Hash.IsZero() }
 
-// applyChanges writes the trees along the changed paths, bottom-up, reading
+// ApplyChanges writes the trees along the changed paths, bottom-up, reading
 // and writing only the folders on those paths: O(depth × folder size), not
 // O(repository). It returns the new root tree.
-func (s *objectStore) applyChanges(root plumbing.Hash, changes []change) (plumbing.Hash, error) {
+func (s *Objects) ApplyChanges(root plumbing.Hash, changes []Change) (plumbing.Hash, error) {
 	h, err := s.applyDir(root, changes)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if h.IsZero() { // every file gone: the root is the empty tree
-		return s.write(plumbing.TreeObject, nil)
+		return s.Write(plumbing.TreeObject, nil)
 	}
 	return h, nil
 }
 
 // applyDir returns the new hash of the folder dir (zero when it ends empty).
-func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Hash, error) {
-	t, err := s.tree(dir)
+func (s *Objects) applyDir(dir plumbing.Hash, changes []Change) (plumbing.Hash, error) {
+	t, err := s.Tree(dir)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -44,14 +44,14 @@ func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Ha
 	for _, e := range t.Entries {
 		entries[e.Name] = e
 	}
-	sub := map[string][]change{}
+	sub := map[string][]Change{}
 	for _, c := range changes {
 		name, rest, nested := strings.Cut(c.Path, "/")
 		if name == "" {
 			return plumbing.ZeroHash, fmt.Errorf("bad path %q", c.Path)
 		}
 		if nested {
-			sub[name] = append(sub[name], change{Path: rest, Hash: c.Hash, Mode: c.Mode})
+			sub[name] = append(sub[name], Change{Path: rest, Hash: c.Hash, Mode: c.Mode})
 			continue
 		}
 		if c.isDelete() {
@@ -83,14 +83,14 @@ func (s *objectStore) applyDir(dir plumbing.Hash, changes []change) (plumbing.Ha
 		return plumbing.ZeroHash, nil
 	}
 	data, list := codec.EncodeTree(entries)
-	h, err := s.write(plumbing.TreeObject, data)
+	h, err := s.Write(plumbing.TreeObject, data)
 	if err == nil {
 		s.cacheTree(h, &object.Tree{Hash: h, Entries: list})
 	}
 	return h, err
 }
 
-func allDeletes(cs []change) bool {
+func allDeletes(cs []Change) bool {
 	for _, c := range cs {
 		if !c.isDelete() {
 			return false

@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // in .git/memfsd/spare: an object is written into a spare and renamed into
 // place, and a lock is taken by link(2)ing a spare to "<name>.lock", which
 // fails if the lock exists, exactly like O_CREAT|O_EXCL.
-type spares struct {
+type Spares struct {
 	dir    string
 	target int // 0 until the repo has taken spareWarm files
 	taken  int
@@ -42,16 +42,17 @@ const spareTarget = 64
 // 1,000 new agents were 9 of the 12 CPU-seconds of their start-up.)
 const spareWarm = 16
 
-func newSpares(gitDir string) *spares {
-	return &spares{
+// NewSpares is the spare files of gitDir, not yet started (Start).
+func NewSpares(gitDir string) *Spares {
+	return &Spares{
 		dir:  filepath.Join(gitDir, "memfsd", "spare"),
 		kick: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 }
 
-// start adopts spares left by an earlier run and starts the refill loop.
-func (s *spares) start() {
+// Start adopts spares left by an earlier run and starts the refill loop.
+func (s *Spares) Start() {
 	s.once.Do(func() {
 		if entries, err := os.ReadDir(s.dir); err == nil {
 			for _, e := range entries {
@@ -71,8 +72,8 @@ func (s *spares) start() {
 	})
 }
 
-// stop ends the refill loop and waits for it.
-func (s *spares) stop() {
+// Stop ends the refill loop and waits for it.
+func (s *Spares) Stop() {
 	s.once.Do(func() {}) // never start after stop
 	s.mu.Lock()
 	select {
@@ -84,7 +85,7 @@ func (s *spares) stop() {
 	s.wg.Wait()
 }
 
-func (s *spares) loop() {
+func (s *Spares) loop() {
 	defer s.wg.Done()
 	for {
 		select {
@@ -97,14 +98,14 @@ func (s *spares) loop() {
 }
 
 // refillSoon asks the loop to top the pool up; it never blocks.
-func (s *spares) refillSoon() {
+func (s *Spares) refillSoon() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (s *spares) refill() {
+func (s *Spares) refill() {
 	for {
 		select {
 		case <-s.done:
@@ -127,7 +128,7 @@ func (s *spares) refill() {
 	}
 }
 
-func (s *spares) create() (string, error) {
+func (s *Spares) create() (string, error) {
 	s.mu.Lock()
 	s.seq++
 	name := filepath.Join(s.dir, "s"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(s.seq))
@@ -147,7 +148,7 @@ func (s *spares) create() (string, error) {
 
 // take returns an empty file open for writing and its current name. When
 // the pool is empty it makes one on the spot.
-func (s *spares) take() (*os.File, string, error) {
+func (s *Spares) take() (*os.File, string, error) {
 	s.mu.Lock()
 	var name string
 	if n := len(s.names); n > 0 {
@@ -191,7 +192,7 @@ func linkExclusive(spare, path string) error {
 }
 
 // give returns an unused spare to the pool.
-func (s *spares) give(name string) {
+func (s *Spares) give(name string) {
 	s.mu.Lock()
 	s.names = append(s.names, name)
 	s.mu.Unlock()

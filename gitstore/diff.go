@@ -1,4 +1,4 @@
-package gitmem
+package gitstore
 
 import (
 	"github.com/go-git/go-git/v5/plumbing"
@@ -6,24 +6,24 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// fileChange is one file that differs between two trees. A zero hash on a
+// FileChange is one file that differs between two trees. A zero hash on a
 // side means the file is absent there.
-type fileChange struct {
+type FileChange struct {
 	Path     string
 	From, To object.TreeEntry
 }
 
-// diffTrees lists the files that differ between trees a and b, descending
+// DiffTrees lists the files that differ between trees a and b, descending
 // only into subtrees whose hashes differ: O(change), not O(repository).
-func (s *objectStore) diffTrees(a, b plumbing.Hash, prefix string, out []fileChange) ([]fileChange, error) {
+func (s *Objects) DiffTrees(a, b plumbing.Hash, prefix string, out []FileChange) ([]FileChange, error) {
 	if a == b {
 		return out, nil
 	}
-	ta, err := s.tree(a)
+	ta, err := s.Tree(a)
 	if err != nil {
 		return out, err
 	}
-	tb, err := s.tree(b)
+	tb, err := s.Tree(b)
 	if err != nil {
 		return out, err
 	}
@@ -37,13 +37,13 @@ func (s *objectStore) diffTrees(a, b plumbing.Hash, prefix string, out []fileCha
 		if !ok {
 			y = object.TreeEntry{}
 		}
-		if out, err = s.diffEntry(prefix+name, x, y, out); err != nil {
+		if out, err = s.DiffEntry(prefix+name, x, y, out); err != nil {
 			return out, err
 		}
 	}
 	for name, y := range eb {
 		if _, ok := ea[name]; !ok {
-			if out, err = s.diffEntry(prefix+name, object.TreeEntry{}, y, out); err != nil {
+			if out, err = s.DiffEntry(prefix+name, object.TreeEntry{}, y, out); err != nil {
 				return out, err
 			}
 		}
@@ -51,8 +51,8 @@ func (s *objectStore) diffTrees(a, b plumbing.Hash, prefix string, out []fileCha
 	return out, nil
 }
 
-// diffEntry compares one name whose entries differ; either may be a folder.
-func (s *objectStore) diffEntry(path string, x, y object.TreeEntry, out []fileChange) ([]fileChange, error) {
+// DiffEntry compares one name whose entries differ; either may be a folder.
+func (s *Objects) DiffEntry(path string, x, y object.TreeEntry, out []FileChange) ([]FileChange, error) {
 	xDir, yDir := x.Mode == filemode.Dir, y.Mode == filemode.Dir
 	var xTree, yTree plumbing.Hash
 	if xDir {
@@ -63,7 +63,7 @@ func (s *objectStore) diffEntry(path string, x, y object.TreeEntry, out []fileCh
 	}
 	if xDir || yDir {
 		var err error
-		if out, err = s.diffTrees(xTree, yTree, path+"/", out); err != nil {
+		if out, err = s.DiffTrees(xTree, yTree, path+"/", out); err != nil {
 			return out, err
 		}
 	}
@@ -76,7 +76,7 @@ func (s *objectStore) diffEntry(path string, x, y object.TreeEntry, out []fileCh
 	}
 	if !fx.Hash.IsZero() || !fy.Hash.IsZero() {
 		fx.Name, fy.Name = "", ""
-		out = append(out, fileChange{Path: path, From: fx, To: fy})
+		out = append(out, FileChange{Path: path, From: fx, To: fy})
 	}
 	return out, nil
 }
@@ -89,18 +89,18 @@ func entryMap(t *object.Tree) map[string]object.TreeEntry {
 	return m
 }
 
-// newObjects adds to seen every tree and blob reachable from tree b that is
+// NewObjects adds to seen every tree and blob reachable from tree b that is
 // not in tree a, descending only into changed subtrees.
-func (s *objectStore) newObjects(a, b plumbing.Hash, seen map[plumbing.Hash]bool) error {
+func (s *Objects) NewObjects(a, b plumbing.Hash, seen map[plumbing.Hash]bool) error {
 	if a == b || b.IsZero() || seen[b] {
 		return nil
 	}
 	seen[b] = true
-	ta, err := s.tree(a)
+	ta, err := s.Tree(a)
 	if err != nil {
 		return err
 	}
-	tb, err := s.tree(b)
+	tb, err := s.Tree(b)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *objectStore) newObjects(a, b plumbing.Hash, seen map[plumbing.Hash]bool
 			if ok && x.Mode == filemode.Dir {
 				base = x.Hash
 			}
-			if err := s.newObjects(base, y.Hash, seen); err != nil {
+			if err := s.NewObjects(base, y.Hash, seen); err != nil {
 				return err
 			}
 		case filemode.Submodule:
