@@ -1,0 +1,90 @@
+package gitmem_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The engine's layers, lowest first (README, "How the engine works"). A
+// package may import its own layer and those below, never one above.
+// internal/... holds leaf helpers (atomicfile) every layer may use;
+// everything else in the module (agent, daemon, cmd, ...) sits above.
+var engineLayers = []struct {
+	name     string
+	prefixes []string // import paths, or path prefixes ending in "/"
+}{
+	{"internal helpers", []string{"internal/"}},
+	{"git's formats", []string{"gitfmt/"}},
+	{"object store and refs", []string{"gitstore"}},
+	{"work tree", []string{"worktree"}},
+	{"repository", []string{"gitmem"}},
+}
+
+const modulePath = "github.com/memfsd/memfsd/"
+
+// layerOf is the index of p's layer in engineLayers, len(engineLayers)
+// for the module's packages above the engine, -1 outside the module.
+func layerOf(p string) int {
+	rel, ok := strings.CutPrefix(p, modulePath)
+	if !ok {
+		return -1
+	}
+	for i, l := range engineLayers {
+		for _, pre := range l.prefixes {
+			if rel == pre || strings.HasSuffix(pre, "/") && strings.HasPrefix(rel, pre) {
+				return i
+			}
+		}
+	}
+	return len(engineLayers)
+}
+
+// TestLayers_ImportOnlyBelow: `go list -deps` of each engine package (its
+// whole import closure, not only its own imports) names no package of a
+// layer above it.
+func TestLayers_ImportOnlyBelow(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", "github.com/memfsd/memfsd/...")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	seen := make([]int, len(engineLayers))
+	dec := json.NewDecoder(&out)
+	for {
+		var pkg struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&pkg); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		own := layerOf(pkg.ImportPath)
+		if own < 0 || own == len(engineLayers) {
+			continue
+		}
+		seen[own]++
+		for _, d := range pkg.Deps {
+			if l := layerOf(d); l > own {
+				above := "the module above the engine"
+				if l < len(engineLayers) {
+					above = engineLayers[l].name
+				}
+				t.Errorf("%s (%s) depends on %s (%s): a layer may only use those below it",
+					pkg.ImportPath, engineLayers[own].name, d, above)
+			}
+		}
+	}
+	for i, n := range seen {
+		if n == 0 {
+			t.Errorf("no package found in layer %q: the layer list is out of date", engineLayers[i].name)
+		}
+	}
+}
