@@ -234,8 +234,8 @@ func (s *Objects) SyncAll() error {
 	return nil
 }
 
-// Watch opens the descriptor syncAll flushes through, from which on its
-// syncfs reports writeback errors. Open calls it; syncAll opens it late
+// Watch opens the descriptor SyncAll flushes through, from which on its
+// syncfs reports writeback errors. Open calls it; SyncAll opens it late
 // for a repo that had no objects folder yet (a clone).
 func (s *Objects) Watch() {
 	s.syncMu.Lock()

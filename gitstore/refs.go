@@ -132,7 +132,7 @@ func PrepareRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration,
 }
 
 // Commit moves the ref into place, fsyncing its new value first when sync
-// (false when a syncfs after prepareRef already covered it).
+// (false when a syncfs after PrepareRef already covered it).
 func (u *RefUpdate) Commit(sync bool) error {
 	if sync {
 		if err := u.lk.f.Sync(); err != nil {

@@ -32,7 +32,7 @@ import (
 // .keep file (written before its index, git's signal that the pack
 // exists), which git's repack and gc honour, removed when the r.mu section
 // that wrote it ends, its refs moved (Repo.unlock). A crash leaves the
-// .keep; the next Open removes it (clearWriteKeeps).
+// .keep; the next Open removes it (ClearWriteKeeps).
 //
 // go-git learns of a new pack only by re-reading every pack index (3-7 ms
 // at 51k objects), so the store reads its own recent packs itself (recent)
