@@ -70,9 +70,13 @@ type Agent struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// writeMu serialises the pipeline's commits with memory-tool calls and
-	// operator block changes (local steps only, never the network).
+	// writeMu serialises the pipeline's commits with memory-tool calls,
+	// operator block changes and the syncs' steps that rewrite work files
+	// (gitmem.Options.WorkLock; local steps only, never the network).
 	writeMu sync.Mutex
+	// beforeToolWrite, when set (tests only), runs in a memory-tool call
+	// after it read the files and before it writes them.
+	beforeToolWrite func()
 	// approvalsMu serialises reading and rewriting the block-set
 	// approvals (block set adds, the outgoing check ends them).
 	approvalsMu sync.Mutex
@@ -219,7 +223,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
-		Secret: a.secretIn}
+		Secret: a.secretIn, WorkLock: &a.writeMu}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first

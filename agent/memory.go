@@ -39,6 +39,9 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 		Tree:    a.tree.Load(), // nil: the tool opens the folder per call
 		Secrets: secrets,
 		Mu:      &a.writeMu,
+		// Syncs rewrite work files under writeMu too (WorkLock): a pull
+		// never lands between the call's read and its write.
+		BeforeWrite: a.beforeToolWrite,
 		// The commit's syncfs hardens the tool's file writes too.
 		CommitHardens: true,
 		// The tool checks the files it reads; the commit checks again

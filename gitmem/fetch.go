@@ -243,8 +243,8 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: fetch: %w", err)
 	}
-	r.mu.Lock()
-	defer r.unlock()
+	r.lockWork()
+	defer r.unlockWork()
 	local, err := r.Head()
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)
