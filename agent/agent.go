@@ -233,7 +233,11 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	if a.repository() != nil {
 		return nil
 	}
-	repo, err := gitmem.Clone(ctx, a.Dir(), a.remote(), a.repoOptions())
+	var repo *gitmem.Repo
+	err := a.withFreshToken(func() (err error) {
+		repo, err = gitmem.Clone(ctx, a.Dir(), a.remote(), a.repoOptions())
+		return err
+	})
 	if err != nil {
 		return retry.Wrap("clone "+a.ID, err)
 	}
@@ -244,7 +248,7 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	}
 	a.setRepo(repo)
 	if initialised {
-		if _, err := repo.Push(ctx); err != nil {
+		if err := a.withFreshToken(func() error { _, err := repo.Push(ctx); return err }); err != nil {
 			return retry.Wrap("push "+a.ID, err)
 		}
 	}
@@ -310,7 +314,7 @@ func (a *Agent) remote() gitmem.Remote {
 	r := a.cfg.remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.Token != "" {
+		if r.Auth == nil && a.cfg.hasToken() {
 			r.Auth = a.cfg.authFor()
 		}
 	}

@@ -40,7 +40,10 @@ type Config struct {
 	// creates it by pushing (hosts that create repositories on push).
 	CreateRemote bool
 	Token        string // password for HTTP Basic; never logged or stored
-	Username     string
+	// TokenFile (--token-file) holds the token instead: read by Validate,
+	// re-read when it changes and after an auth failure (Credentials).
+	TokenFile string
+	Username  string
 	// AuthorName and AuthorEmail override "<agent> <<agent>@memfsd.local>".
 	AuthorName  string
 	AuthorEmail string
@@ -56,7 +59,8 @@ type Config struct {
 	NoFrontMatterRules bool
 	Logger             *slog.Logger
 
-	validated bool // Validate ran: the config is shared read-only from then on
+	validated bool         // Validate ran: the config is shared read-only from then on
+	creds     *Credentials // TokenFile's token, nil without one
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -125,6 +129,13 @@ func (c *Config) Validate() error {
 		}
 		c.takeUserInfo(u)
 		c.BaseURL = strings.TrimRight(u.String(), "/")
+	}
+	if c.TokenFile != "" {
+		creds, err := NewCredentials(c.TokenFile, c.Token, c.Logger)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		c.creds = creds
 	}
 	c.validated = true
 	return nil
@@ -216,14 +227,25 @@ func (c *Config) RemoteURL(id string) string {
 
 func (c *Config) remote(id string) gitmem.Remote {
 	r := gitmem.Remote{URL: c.RemoteURL(id)}
-	if c.Token != "" && (c.BaseURL != "" || c.RemoteTemplate != "") {
+	if c.hasToken() && (c.BaseURL != "" || c.RemoteTemplate != "") {
 		r.Auth = c.authFor()
 	}
 	return r
 }
 
-// authFor is the token sent the configured way.
+// hasToken: there is a token to send, now or once the token file has one.
+func (c *Config) hasToken() bool { return c.Token != "" || c.creds != nil }
+
+// Credentials is the token file's live token (nil without --token-file):
+// the daemon watches it, status shows its problem.
+func (c *Config) Credentials() *Credentials { return c.creds }
+
+// authFor is the token sent the configured way: with a token file, the
+// token current at each request (so a rotation needs no restart).
 func (c *Config) authFor() transport.AuthMethod {
+	if c.creds != nil {
+		return &rotatingAuth{creds: c.creds, bearer: c.AuthScheme == AuthBearer, username: c.Username}
+	}
 	if c.AuthScheme == AuthBearer {
 		return &githttp.TokenAuth{Token: c.Token}
 	}

@@ -95,7 +95,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.template, "remote-template", "", "the agent's remote on any git host, {agent} replaced by its id, e.g. https://git.example.com/memory/{agent}.git (env MEMFSD_REMOTE_TEMPLATE); instead of --base-url")
 	f.StringVar(&g.authScheme, "auth-scheme", agent.AuthBasic, "how the token is sent: basic (user MEMFSD_USERNAME) or bearer (env MEMFSD_AUTH_SCHEME)")
 	f.BoolVar(&g.createRemote, "create-remote", false, "when the host has no repository for the agent yet, start it with the default blocks and create it by pushing (env MEMFSD_CREATE_REMOTE)")
-	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token (else env MEMFSD_TOKEN)")
+	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token, re-read when it changes and after an auth failure: a rotated token needs no restart (else env MEMFSD_TOKEN; env MEMFSD_TOKEN_FILE)")
 	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -146,14 +146,6 @@ func (g *globals) config() (*agent.Config, error) {
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return nil, fmt.Errorf("flag --log-level: %w", err)
 	}
-	token := os.Getenv("MEMFSD_TOKEN")
-	if g.tokenFile != "" {
-		data, err := os.ReadFile(g.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("flag --token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(data))
-	}
 	home := g.homeDir()
 	cfg := &agent.Config{
 		Home:           home,
@@ -161,7 +153,8 @@ func (g *globals) config() (*agent.Config, error) {
 		RemoteTemplate: g.template,
 		AuthScheme:     g.authScheme,
 		CreateRemote:   g.createRemote,
-		Token:          token,
+		Token:          os.Getenv("MEMFSD_TOKEN"),
+		TokenFile:      g.tokenFile, // read by Validate, re-read when it changes
 		Username:       os.Getenv("MEMFSD_USERNAME"),
 		AuthorName:     g.authorName,
 		AuthorEmail:    g.authorEmail,

@@ -41,7 +41,7 @@ type Server struct {
 	// URL is the base URL (no trailing slash), e.g. http://127.0.0.1:1234.
 	URL string
 
-	token   string
+	token   string // guarded by mu: SetToken rotates it
 	backend string
 	http    *httptest.Server
 	done    chan struct{} // closed by Close: hanging requests end
@@ -140,6 +140,14 @@ func (s *Server) Close() {
 	s.once.Do(func() { close(s.done) })
 	s.http.Close()
 	s.devNull.Close()
+}
+
+// SetToken changes the password the server accepts from now on (a
+// rotated credential: the old one is refused from the next request).
+func (s *Server) SetToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = token
 }
 
 // SetStrict makes the server answer 404 for repositories that do not exist
@@ -289,9 +297,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.token != "" {
+	s.mu.Lock()
+	want := s.token
+	s.mu.Unlock()
+	if want != "" {
 		_, pass, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(s.token)) != 1 {
+		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(want)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="memfsd"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
