@@ -83,7 +83,7 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 			return
 		}
 		extendWrite(w, wait)
-		writeJSON(w, http.StatusOK, a.Turn(r.Context().Done(), wait))
+		writeJSON(w, http.StatusOK, d.turn(r.Context().Done(), a, wait))
 	}))
 	d.memoryRoutes(mux)
 	d.historyRoutes(mux)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/memfsd/memfsd/agent"
 )
@@ -53,6 +54,15 @@ func (d *Daemon) sharedOperatorRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusInternalServerError, err)
 			return
 		}
+		// Like PUT /v1/agents/{id}: answer once the clone is usable (or
+		// at wait; the clone goes on in the unit's sync loop).
+		wait, err := waitParam(r, 30*time.Second)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		extendWrite(w, wait)
+		waitReady(r.Context(), d.shared.unit(at.Name), wait)
 		writeJSON(w, http.StatusOK, d.sharedInfo(a.ID, at))
 	}))
 	mux.HandleFunc("DELETE /v1/agents/{id}/shared/{name}", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
@@ -94,11 +104,10 @@ func (d *Daemon) sharedList(id string) ([]SharedInfo, error) {
 
 func (d *Daemon) sharedInfo(id string, at agent.Attachment) SharedInfo {
 	at.RemoteURL = agent.RedactURL(at.RemoteURL)
-	return SharedInfo{Attachment: at, View: d.cfg.ViewDir(id, at.Name)}
+	info := SharedInfo{Attachment: at, View: d.cfg.ViewDir(id, at.Name)}
+	if u := d.shared.unit(at.Name); u != nil {
+		st := u.Status(false)
+		info.Status = &st
+	}
+	return info
 }
-
-// attachShared starts serving attachment at of agent a (step 2 fills it).
-func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error { return nil }
-
-// detachShared stops serving a's attachment of name.
-func (d *Daemon) detachShared(a *agent.Agent, name string) {}

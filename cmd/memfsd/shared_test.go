@@ -2,9 +2,12 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -92,5 +95,105 @@ func TestShared_AttachListDetachPersist(t *testing.T) {
 	}
 	if code, out := runCLI(t, srv, home, "shared", "detach", "nope", "--agent", "s1"); code == 0 {
 		t.Fatalf("detach of a name not attached succeeded: %s", out)
+	}
+}
+
+// sharedTool runs a memory-tool call of agent id on its shared repository.
+func (p *proc) sharedTool(id, name, input string) (string, bool) {
+	p.t.Helper()
+	var res struct {
+		Content string `json:"content"`
+		IsError bool   `json:"is_error"`
+	}
+	code, err := p.call("POST", "/v1/agents/"+id+"/memory?shared="+name, input, &res)
+	if err != nil || (code != 200 && code != 404) {
+		p.t.Fatalf("shared tool %s %s: %d %v", id, input, code, err)
+	}
+	return res.Content, res.IsError
+}
+
+// TestShared_OneCloneToolWritesAllowDeny: three agents of one daemon
+// attached to one shared repository get one clone (<home>/shared/team)
+// and one pipeline: the allowed agents' tool writes are commits authored
+// by each agent, pushed by a turn; a read-only block in the shared
+// repository is refused like the agent's own; the denied agent's write is
+// refused and reaches no branch; each context shows the shared memory
+// after the agent's own; git fsck --strict is clean.
+func TestShared_OneCloneToolWritesAllowDeny(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "a1", "--agent", "a2", "--agent", "a3")
+	for id, w := range map[string]string{"a1": "allow", "a2": "allow", "a3": "deny"} {
+		if code, err := p.adminCall("PUT", "/v1/agents/"+id+"/shared/team", `{"write":"`+w+`"}`, nil); err != nil || code != 200 {
+			t.Fatalf("attach %s: %d %v", id, code, err)
+		}
+	}
+	waitFor(t, 30*time.Second, "shared clone", func() bool {
+		_, err := os.Stat(filepath.Join(home, "shared", "team", "memory", ".git"))
+		return err == nil
+	})
+	for _, id := range []string{"a1", "a2"} {
+		if out, isErr := p.sharedTool(id, "team", `{"command":"create","path":"/memories/notes/`+id+`.md","file_text":"from `+id+`\n"}`); isErr {
+			t.Fatalf("%s's shared write: %s", id, out)
+		}
+	}
+	if out, isErr := p.sharedTool("a3", "team", `{"command":"create","path":"/memories/notes/a3.md","file_text":"denied\n"}`); !isErr || !strings.Contains(out, "write: deny") {
+		t.Fatalf("a3's write under deny: %v %s", isErr, out)
+	}
+	if out, isErr := p.sharedTool("a3", "team", `{"command":"view","path":"/memories/notes/a1.md"}`); isErr || !strings.Contains(out, "from a1") {
+		t.Fatalf("a3's view under deny: %v %s", isErr, out)
+	}
+	if out, isErr := p.sharedTool("a2", "other", `{"command":"view","path":"/memories"}`); !isErr {
+		t.Fatalf("a call on a repository not attached answered: %s", out)
+	}
+	// An operator's read-only block in the shared repository.
+	peer := t.TempDir()
+	tr := p.turn("a1")
+	if tr.Outcome == "failed" {
+		t.Fatalf("turn: %+v", tr)
+	}
+	git(t, peer, "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), "c")
+	c := filepath.Join(peer, "c")
+	os.WriteFile(filepath.Join(c, "rules.md"), []byte("---\ndescription: team rules\nread_only: true\n---\nbe kind\n"), 0o644)
+	git(t, c, "add", ".")
+	git(t, c, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-qm", "rules")
+	git(t, c, "push", "-q", "origin", "HEAD:main")
+	p.turn("a1")
+	if out, isErr := p.sharedTool("a2", "team", `{"command":"str_replace","path":"/memories/rules.md","old_str":"be kind","new_str":"anything goes"}`); !isErr || !strings.Contains(out, "read-only") {
+		t.Fatalf("a2's write to a read-only shared block: %v %s", isErr, out)
+	}
+
+	tr = p.turn("a2")
+	if tr.Outcome == "failed" {
+		t.Fatalf("turn: %+v", tr)
+	}
+	bare := srv.SharedRepoDir("team")
+	authors := git(t, bare, "log", "--format=%an %s", "main")
+	for _, want := range []string{"a1 memory: create /memories/notes/a1.md", "a2 memory: create /memories/notes/a2.md"} {
+		if !strings.Contains(authors, want) {
+			t.Fatalf("remote log lacks %q:\n%s", want, authors)
+		}
+	}
+	if all := git(t, bare, "log", "--all", "--format=%an %s"); strings.Contains(all, "a3") {
+		t.Fatalf("a denied write reached a branch:\n%s", all)
+	}
+	if got := git(t, bare, "show", "main:rules.md"); !strings.Contains(got, "be kind") {
+		t.Fatalf("rules.md on the remote: %q", got)
+	}
+	git(t, bare, "fsck", "--strict")
+	// One clone: the agents' folders hold no repository of team.
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if _, err := os.Stat(filepath.Join(home, "agents", id, "shared", "team", ".git")); err == nil {
+			t.Fatalf("%s has a clone of its own", id)
+		}
+	}
+	var ctx struct {
+		Text string `json:"text"`
+	}
+	if code, _ := p.get("/v1/agents/a3/context", &ctx); code != 200 || !strings.Contains(ctx.Text, `<shared_memory name="team" write="deny">`) || !strings.Contains(ctx.Text, "notes/") {
+		t.Fatalf("a3's context: %d\n%s", code, ctx.Text)
+	}
+	if i, j := strings.Index(ctx.Text, "<memory_blocks>"), strings.Index(ctx.Text, "<shared_memory"); i < 0 || j < i {
+		t.Fatalf("the shared memory is not after the agent's own:\n%s", ctx.Text)
 	}
 }
