@@ -85,12 +85,6 @@ func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memto
 	return tool.RunCall(in), nil
 }
 
-// proposeCall is a propose write through the tool (proposals, step 4):
-// refused until then.
-func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) {
-	return memtool.Result{Content: fmt.Sprintf("shared repository %s takes proposals only from agent %s, and proposals are not served yet", a.ID, by), IsError: true}, nil
-}
-
 // SharedContext is the shared repository as an attached agent's prompt
 // shows it, after its own memory: the repository's rendering (pinned
 // blocks and file tree) in a <shared_memory> element naming the policy

@@ -88,6 +88,9 @@ type SharedInfo struct {
 	View string `json:"view"`
 	// Status is the shared clone's state (nil until it is open).
 	Status *agent.Status `json:"status,omitempty"`
+	// Proposals are the agent's proposals (write: propose), for the
+	// operator to merge with plain git.
+	Proposals []agent.Proposal `json:"proposals,omitempty"`
 }
 
 func (d *Daemon) sharedList(id string) ([]SharedInfo, error) {
@@ -108,6 +111,11 @@ func (d *Daemon) sharedInfo(id string, at agent.Attachment) SharedInfo {
 	if u := d.shared.unit(at.Name); u != nil {
 		st := u.Status(false)
 		info.Status = &st
+		for _, pr := range u.Proposals() {
+			if pr.Agent == id {
+				info.Proposals = append(info.Proposals, pr)
+			}
+		}
 	}
 	return info
 }

@@ -197,3 +197,72 @@ func TestShared_OneCloneToolWritesAllowDeny(t *testing.T) {
 		t.Fatalf("the shared memory is not after the agent's own:\n%s", ctx.Text)
 	}
 }
+
+// TestShared_ProposeOnBranchesOnly: an agent attached with write: propose
+// writes through its tool; the answer says it is a proposal, the shared
+// main never gets it (locally or on the remote), the remote has it on
+// proposals/<agent>/..., by that agent, on top of main; the listing shows
+// the proposal to the operator, who merges it with plain git; a proposal
+// that changes a read-only block is refused like a write.
+func TestShared_ProposeOnBranchesOnly(t *testing.T) {
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "w1", "--agent", "w2")
+	for id, w := range map[string]string{"w1": "allow", "w2": "propose"} {
+		if code, err := p.adminCall("PUT", "/v1/agents/"+id+"/shared/team", `{"write":"`+w+`"}`, nil); err != nil || code != 200 {
+			t.Fatalf("attach %s: %d %v", id, code, err)
+		}
+	}
+	if out, isErr := p.sharedTool("w1", "team", `{"command":"create","path":"/memories/plan.md","file_text":"step one\n"}`); isErr {
+		t.Fatal(out)
+	}
+	p.turn("w1")
+	out, isErr := p.sharedTool("w2", "team", `{"command":"str_replace","path":"/memories/plan.md","old_str":"step one","new_str":"step one\nstep two"}`)
+	if isErr || !strings.Contains(out, "proposal") || !strings.Contains(out, "proposals/w2/") {
+		t.Fatalf("w2's proposal: %v %s", isErr, out)
+	}
+	if out, isErr := p.sharedTool("w2", "team", `{"command":"create","path":"/memories/new.md","file_text":"idea\n"}`); isErr {
+		t.Fatal(out)
+	}
+	p.turn("w2")
+	bare := srv.SharedRepoDir("team")
+	if got := git(t, bare, "show", "main:plan.md"); got != "step one" {
+		t.Fatalf("main's plan.md = %q: a proposal reached main", got)
+	}
+	if _, err := gitTry(bare, "cat-file", "-e", "main:new.md"); err == nil {
+		t.Fatal("a proposed new file reached main")
+	}
+	if data, _ := os.ReadFile(filepath.Join(home, "shared", "team", "memory", "plan.md")); string(data) != "step one\n" {
+		t.Fatalf("the shared clone holds %q: a proposal reached the shared work tree", data)
+	}
+	branches := strings.Fields(git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/proposals/"))
+	if len(branches) != 2 {
+		t.Fatalf("proposal branches: %v, want 2", branches)
+	}
+	for _, b := range branches {
+		if !strings.HasPrefix(b, "proposals/w2/") || git(t, bare, "log", "-1", "--format=%an", b) != "w2" || git(t, bare, "rev-parse", b+"^") != git(t, bare, "rev-parse", "main") {
+			t.Fatalf("branch %s: want proposals/w2/..., by w2, on top of main", b)
+		}
+	}
+	var listed sharedAnswer
+	var raw map[string]any
+	p.get("/v1/agents/w2/shared", &raw)
+	if code, _ := p.get("/v1/agents/w2/shared", &listed); code != 200 || !strings.Contains(toJSON(raw), "proposals/w2/") {
+		t.Fatalf("w2's listing does not show its proposals: %s", toJSON(raw))
+	}
+	// The operator merges with plain git; the agents see it at the next turn.
+	peer := filepath.Join(t.TempDir(), "c")
+	git(t, filepath.Dir(peer), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), peer)
+	for _, b := range branches {
+		git(t, peer, "-c", "user.name=op", "-c", "user.email=op@x", "merge", "-q", "--no-edit", "origin/"+b)
+	}
+	git(t, peer, "push", "-q", "origin", "HEAD:main")
+	p.turn("w1")
+	waitFor(t, 10*time.Second, "merged proposal in the shared clone", func() bool {
+		data, _ := os.ReadFile(filepath.Join(home, "shared", "team", "memory", "plan.md"))
+		return string(data) == "step one\nstep two\n"
+	})
+	git(t, bare, "fsck", "--strict")
+}
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
