@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -266,3 +268,97 @@ func TestShared_ProposeOnBranchesOnly(t *testing.T) {
 }
 
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestShared_TwoDaemonsFaultsConverge: three agents of one daemon and one
+// of a second daemon (its own home) write to one shared repository through
+// their tools at once, turning as they go, while the server answers bursts
+// of 503 and the two daemons' pushes race: nothing is lost (every file on
+// the remote's main, each commit by its agent), both shared clones
+// converge on the remote's tip, and git fsck --strict is clean.
+func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
+	srv := gitserver.New(t, token)
+	homeA, homeB := t.TempDir(), t.TempDir()
+	pa := startDaemon(t, srv, homeA, "--agent", "x1", "--agent", "x2", "--agent", "x3")
+	pb := startDaemon(t, srv, homeB, "--agent", "y1")
+	procs := map[string]*proc{"x1": pa, "x2": pa, "x3": pa, "y1": pb}
+	// The repository is created with a first commit (letta-code's
+	// shared-memory create): the two daemons' first writes then share a
+	// history (on an empty one, the second is an unrelated-history restore
+	// by memfsd's own commits).
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), seed)
+	os.WriteFile(filepath.Join(seed, "README.md"), []byte("team memory\n"), 0o644)
+	git(t, seed, "add", ".")
+	git(t, seed, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-qm", "create")
+	git(t, seed, "push", "-q", "origin", "HEAD:main")
+	for id, p := range procs {
+		// Each agent's own URL of the repository (letta-code's layout):
+		// the server serves one repository behind them.
+		if code, err := p.adminCall("PUT", "/v1/agents/"+id+"/shared/team", `{"write":"allow"}`, nil); err != nil || code != 200 {
+			t.Fatalf("attach %s: %d %v", id, code, err)
+		}
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	for id, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if i%3 == 1 {
+					srv.FailNext("git-receive-pack", 2, 503)
+				}
+				body := fmt.Sprintf(`{"command":"create","path":"/memories/%s/%d.md","file_text":"%s wrote %d\n"}`, id, i, id, i)
+				var res struct {
+					Content string `json:"content"`
+					IsError bool   `json:"is_error"`
+				}
+				if code, err := p.call("POST", "/v1/agents/"+id+"/memory?shared=team", body, &res); err != nil || code != 200 || res.IsError {
+					t.Errorf("%s write %d: %d %v %s", id, i, code, err, res.Content)
+					return
+				}
+				if i%2 == 0 {
+					p.call("POST", "/v1/agents/"+id+"/turn?wait=20s", "", nil)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	srv.ClearFaults()
+	bare := srv.SharedRepoDir("team")
+	waitFor(t, 60*time.Second, "both shared clones converged on the remote", func() bool {
+		pa.turn("x1")
+		pb.turn("y1")
+		remote, err := gitTry(bare, "rev-parse", "main")
+		if err != nil {
+			return false
+		}
+		a, _ := gitTry(filepath.Join(homeA, "shared", "team", "memory"), "rev-parse", "HEAD")
+		b, _ := gitTry(filepath.Join(homeB, "shared", "team", "memory"), "rev-parse", "HEAD")
+		return a == remote && b == remote
+	})
+	files := strings.Fields(git(t, bare, "ls-tree", "-r", "--name-only", "main"))
+	if len(files) != 4*n+1 {
+		t.Fatalf("main has %d files, want %d: %v", len(files), 4*n, files)
+	}
+	for id := range procs {
+		for i := range n {
+			if got := git(t, bare, "show", fmt.Sprintf("main:%s/%d.md", id, i)); got != fmt.Sprintf("%s wrote %d", id, i) {
+				t.Fatalf("%s/%d.md = %q", id, i, got)
+			}
+			if by := git(t, bare, "log", "-1", "--format=%an", "main", "--", fmt.Sprintf("%s/%d.md", id, i)); by != id {
+				t.Fatalf("%s/%d.md committed by %q", id, i, by)
+			}
+		}
+	}
+	if srv.Faulted() == 0 {
+		t.Fatal("no fault was injected: the test proves nothing")
+	}
+	git(t, bare, "fsck", "--strict")
+	for _, h := range []string{homeA, homeB} {
+		git(t, filepath.Join(h, "shared", "team", "memory"), "fsck", "--strict")
+	}
+}
