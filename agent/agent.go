@@ -60,9 +60,18 @@ type Agent struct {
 	// the daemon starts watching it then, before the start-up sync.
 	OnReady func()
 	Hooks   Hooks
+	// SharedRender, when set, is the agent's shared repositories as its
+	// context shows them after its own memory (the daemon's).
+	SharedRender func() string
 
 	cfg *Config
 	log *slog.Logger
+	// folder is the unit's own folder: <home>/agents/<id> for an agent,
+	// <home>/shared/<name> for a shared repository (shared.go); the work
+	// tree is memory/ below it, memfsd's records beside it.
+	folder string
+	// shared is set on a shared repository's unit.
+	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
 
@@ -127,6 +136,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 		Debounce: DefaultDebounce,
 		cfg:      cfg,
 		log:      cfg.Logger.With("agent", id),
+		folder:   filepath.Join(cfg.Home, "agents", id),
 		pending:  map[string]bool{},
 		rescanC:  make(chan struct{}, 1),
 		kick:     make(chan struct{}, 1),
@@ -145,7 +155,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 // called: watched before any network step) and the loops start: the sync
 // loop clones a never-cloned agent, then runs the start-up sync.
 func (a *Agent) Open(ctx context.Context) error {
-	if err := a.cfg.ensurePrivateDirs(a.ID); err != nil {
+	if err := a.ensureFolder(); err != nil {
 		return fmt.Errorf("open %s: %w", a.ID, err)
 	}
 	if !a.Background {
@@ -199,7 +209,7 @@ func (a *Agent) Close(ctx context.Context) error {
 }
 
 // Dir is the agent's memory folder (the work tree).
-func (a *Agent) Dir() string { return a.cfg.MemoryDir(a.ID) }
+func (a *Agent) Dir() string { return filepath.Join(a.folder, "memory") }
 
 // Ready reports whether the work tree is usable (opened or cloned).
 func (a *Agent) Ready() bool { return a.repository() != nil }
@@ -259,7 +269,9 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 // follows); true when it did.
 func (a *Agent) initialiseIfEmpty(repo *gitmem.Repo) (bool, error) {
 	head, err := repo.Head()
-	if err != nil || !head.IsZero() {
+	if err != nil || !head.IsZero() || a.shared {
+		// A shared repository starts empty: its first write is its first
+		// commit (persona and human are each agent's own).
 		return false, err
 	}
 	defaults := blocks.Defaults()
@@ -314,7 +326,7 @@ func (a *Agent) remote() gitmem.Remote {
 	r := a.cfg.remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.hasToken() {
+		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, gitmem.EmbeddedScheme+"://") {
 			r.Auth = a.cfg.authFor()
 		}
 	}

@@ -25,6 +25,12 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) { return a.memoryTool("") }
 // memoryTool is MemoryTool whose commits carry trailer (when not empty) as
 // a last line of their message.
 func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
+	return a.memoryToolAs(trailer, nil)
+}
+
+// memoryToolAs is memoryTool whose commits are by author (nil: the
+// repository's own author).
+func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool.Tool, error) {
 	repo := a.repository()
 	if repo == nil {
 		return nil, ErrNotReady
@@ -54,6 +60,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 			res, err := repo.Commit(gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,
+				Author:  author,
 				Message: func(gitmem.PathView) string { return message },
 				Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 					verdicts, err := toolGuard(b, secrets, rules)

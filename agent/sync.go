@@ -123,6 +123,9 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		a.lastPush = time.Now()
 	}
 	a.mu.Unlock()
+	if a.shared {
+		a.pushPendingProposals(ctx)
+	}
 	// Backup refs older than 30 days go (the newest 10 stay): at start-up,
 	// in a one-shot sync, and when this sync made one.
 	if !opts.SkipScan || res.Backup != "" {

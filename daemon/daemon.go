@@ -50,6 +50,7 @@ type Daemon struct {
 	mu     sync.Mutex
 	agents map[string]*agent.Agent
 	socks  agentSockets
+	shared sharedUnits
 	closed bool
 }
 
@@ -146,6 +147,8 @@ func (d *Daemon) Manage(id string) error {
 	}
 	d.agents[id] = a
 	d.openAgentSocket(id)
+	a.SharedRender = func() string { return d.renderShared(id) }
+	d.attachRecorded(a)
 	return nil
 }
 
@@ -221,7 +224,7 @@ func (d *Daemon) Close(ctx context.Context) {
 	d.wg.Wait()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
-	for _, a := range d.all() {
+	for _, a := range append(d.all(), d.shared.all()...) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

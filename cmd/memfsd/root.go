@@ -114,7 +114,7 @@ func newRootCmd() *cobra.Command {
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g), newContextCmd(g))
-	root.AddCommand(newHistoryCmd(g), newShowCmd(g), newBudgetCmd(g))
+	root.AddCommand(newHistoryCmd(g), newShowCmd(g), newBudgetCmd(g), newSharedCmd(g))
 	return root
 }
 
