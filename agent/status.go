@@ -86,7 +86,10 @@ type Status struct {
 	// Budget is the pinned memory's tokens against its budget (status
 	// with a scan only: the agents' list leaves it out).
 	Budget *Budget `json:"budget,omitempty"`
-	Ready  bool    `json:"ready"`
+	// Mirror is the agent's mirror remote (null when it has none): its
+	// state never changes the agent's (the primary is the source of truth).
+	Mirror *MirrorStatus `json:"mirror,omitempty"`
+	Ready  bool          `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -174,6 +177,7 @@ func (a *Agent) Status(scan bool) Status {
 		}
 	}
 	st.State = stateOf(st, broken)
+	st.Mirror = a.Mirror(false)
 	return st
 }
 

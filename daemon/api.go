@@ -88,6 +88,7 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	d.memoryRoutes(mux)
 	d.historyRoutes(mux)
 	d.budgetRoutes(mux)
+	d.mirrorRoutes(mux)
 }
 
 // withAgent resolves {id}: 403 for another agent's id on an agent's own

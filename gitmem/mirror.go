@@ -28,9 +28,10 @@ var ErrMirrorDiverged = fmt.Errorf("%w: the mirror has commits the primary does 
 // MirrorOptions adjust a mirror push.
 type MirrorOptions struct {
 	// Ours is the mirror tip memfsd last put there, as the caller recorded
-	// it (somewhere the agent cannot write); zero = the mirror ref in .git.
-	// A mirror standing at Ours holds only what memfsd pushed, so when the
-	// primary's history was replaced the mirror follows it.
+	// it somewhere the agent cannot write (not the mirror ref: .git is in
+	// the agent's reach); zero = unknown. A mirror standing at Ours holds
+	// only what memfsd pushed, so when the primary's history was replaced
+	// the mirror follows it.
 	Ours plumbing.Hash
 	// Force overwrites a mirror that has commits the primary does not.
 	Force bool
@@ -90,8 +91,8 @@ func (r *Repo) MirrorPosition() (MirrorPosition, error) {
 // mirror lacks (their tree diffs), and moves the mirror's branch by
 // compare-and-swap from the tip it advertised; then remembers the new tip
 // under refs/memfsd/mirror/<branch>. A mirror that does not lead to the
-// tip is overwritten only when it stands where memfsd left it (opts.Ours,
-// else that ref) or with opts.Force; otherwise ErrMirrorDiverged. The
+// tip is overwritten only when it stands where memfsd left it (opts.Ours)
+// or with opts.Force; otherwise ErrMirrorDiverged. The
 // network steps run without the repository's lock, and it never takes the
 // sync lock: a slow mirror holds up neither writes nor the primary's syncs.
 // Callers run one PushMirror per repository at a time.
@@ -107,9 +108,6 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 	var res MirrorResult
 	r.mu.Lock()
 	tip, err := r.RemoteHead()
-	if err == nil && opts.Ours.IsZero() {
-		opts.Ours, err = r.MirrorHead()
-	}
 	r.unlock()
 	if err != nil || tip.IsZero() {
 		return res, err
@@ -194,7 +192,7 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 			}
 		}
 		if rel != Ahead {
-			if from != opts.Ours && !opts.Force {
+			if (opts.Ours.IsZero() || from != opts.Ours) && !opts.Force {
 				return p, fmt.Errorf("%w: its %s is at %s, the primary's at %s (%s)", ErrMirrorDiverged, r.opts.Branch, short(from), short(tip), rel)
 			}
 			p.replaced = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -113,7 +114,8 @@ func TestRepo_PushMirror(t *testing.T) {
 	t.Run("FollowsAReplacedPrimary", func(t *testing.T) {
 		primary, mirror, r, m := mirrorSetup(t, "replaced")
 		commitAndSync(t, r, "a.md", "a\n")
-		if _, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{}); err != nil {
+		first, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
 		// The primary's history is replaced (a server reset): a new root.
@@ -126,7 +128,12 @@ func TestRepo_PushMirror(t *testing.T) {
 		if _, err := r.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{})
+		// Without memfsd's record of what it put there, that is a mirror
+		// with commits of its own.
+		if _, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{}); !errors.Is(err, gitmem.ErrMirrorDiverged) {
+			t.Fatalf("replaced primary, no record of the mirror's tip: %v, want ErrMirrorDiverged", err)
+		}
+		res, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{Ours: first.Tip})
 		if err != nil || !res.Replaced {
 			t.Fatalf("mirror push after the primary was replaced: %+v %v", res, err)
 		}
@@ -141,6 +148,16 @@ func TestRepo_PushMirror(t *testing.T) {
 		}
 		if f.Hits.Load() == 0 {
 			t.Fatal("the fault took no request")
+		}
+		// A mirror host that refuses connections.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := gitmem.Remote{URL: "http://" + l.Addr().String() + "/v1/git/down/state.git"}
+		l.Close()
+		if _, err := r.PushMirror(ctx, refused, gitmem.MirrorOptions{}); retry.ClassOf(err) != retry.ClassRetryable {
+			t.Fatalf("mirror refusing connections: %v (class %q), want retryable", err, retry.ClassOf(err))
 		}
 		mirror.ClearFaults()
 		if _, err := r.PushMirror(ctx, m, gitmem.MirrorOptions{}); err != nil {
