@@ -37,6 +37,9 @@ type Hooks struct {
 	Pulled    func()
 	Failed    func(class retry.Class)
 	Turned    func(outcome string, took time.Duration)
+	// Mirrored: a mirror push ended (pushed, up_to_date or failed, with
+	// the failure's class).
+	Mirrored func(outcome string, class retry.Class)
 }
 
 // Agent owns one agent: its repository, its pending writes, the commit
@@ -111,6 +114,10 @@ type Agent struct {
 	// repackC wakes the repack loop (which runs only with Background).
 	repackC chan struct{}
 
+	// mirror is the mirror loop (mirrorloop.go); nil without a mirror.
+	mirrorMu sync.Mutex
+	mirror   *mirrorLoop
+
 	flushTimer *time.Timer
 	rescanC    chan struct{}
 
@@ -176,6 +183,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	go a.commitLoop()
 	go a.syncLoop()
 	go a.repackLoop()
+	a.startMirror()
 	return nil
 }
 
@@ -185,6 +193,7 @@ func (a *Agent) Open(ctx context.Context) error {
 func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
+	a.stopMirror() // the mirror catches up at the next start (never delays shutdown)
 	if a.flushTimer != nil {
 		a.flushTimer.Stop()
 	}

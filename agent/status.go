@@ -89,7 +89,10 @@ type Status struct {
 	// TokenFileProblem says the token file is empty or unreadable and the
 	// last good token is in use (the file named, never the token).
 	TokenFileProblem string `json:"token_file_problem,omitempty"`
-	Ready            bool   `json:"ready"`
+	// Mirror is the agent's mirror remote (null when it has none): its
+	// state never changes the agent's (the primary is the source of truth).
+	Mirror *MirrorStatus `json:"mirror,omitempty"`
+	Ready  bool          `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -180,6 +183,7 @@ func (a *Agent) Status(scan bool) Status {
 		}
 	}
 	st.State = stateOf(st, broken)
+	st.Mirror = a.Mirror(false)
 	return st
 }
 

@@ -126,6 +126,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	if a.shared {
 		a.pushPendingProposals(ctx)
 	}
+	a.kickMirror() // the primary may have moved: the mirror follows, not in this turn
 	// Backup refs older than 30 days go (the newest 10 stay): at start-up,
 	// in a one-shot sync, and when this sync made one.
 	if !opts.SkipScan || res.Backup != "" {

@@ -89,6 +89,7 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	d.historyRoutes(mux)
 	d.budgetRoutes(mux)
 	d.sharedRoutes(mux)
+	d.mirrorRoutes(mux)
 }
 
 // withAgent resolves {id}: 403 for another agent's id on an agent's own

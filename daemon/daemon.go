@@ -68,7 +68,7 @@ func New(cfg *agent.Config) (*Daemon, error) {
 		scanSlot:  make(chan struct{}, DefaultScanParallel),
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.metrics = newMetrics(d.pendingCommits, func() float64 { return float64(len(d.all())) })
+	d.metrics = newMetrics(d.pendingCommits, func() float64 { return float64(len(d.all())) }, d.mirrorLag)
 	return d, nil
 }
 
@@ -141,6 +141,12 @@ func (d *Daemon) Manage(id string) error {
 			d.metrics.pushes.WithLabelValues(outcome).Inc()
 			d.metrics.pushLatency.Observe(took.Seconds())
 		},
+		Mirrored: func(outcome string, c retry.Class) {
+			d.metrics.mirrorPushes.WithLabelValues(outcome).Inc()
+			if c != retry.ClassNone {
+				d.metrics.mirrorFailures.WithLabelValues(string(c)).Inc()
+			}
+		},
 	}
 	if err := a.Open(d.ctx); err != nil {
 		return err
@@ -206,6 +212,18 @@ func (d *Daemon) pendingCommits() float64 {
 		n += a.Ahead()
 	}
 	return float64(n)
+}
+
+// mirrorLag sums the commits the agents' mirrors lack and takes the
+// longest time one has been behind.
+func (d *Daemon) mirrorLag() (commits, seconds float64) {
+	for _, a := range d.all() {
+		if n, lag, ok := a.MirrorLag(); ok {
+			commits += float64(n)
+			seconds = max(seconds, lag.Seconds())
+		}
+	}
+	return commits, seconds
 }
 
 // Close stops the agents' own sockets and the watcher and closes every

@@ -19,6 +19,9 @@ var operatorPatterns = []string{
 	"PUT /v1/agents/{id}/budget",
 	"PUT /v1/agents/{id}/shared/{name}",
 	"DELETE /v1/agents/{id}/shared/{name}",
+	"PUT /v1/agents/{id}/mirror",
+	"DELETE /v1/agents/{id}/mirror",
+	"POST /v1/agents/{id}/mirror/push",
 }
 
 // operatorRoutes are the operator's: start managing an agent, change a
@@ -82,6 +85,7 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("PUT /v1/agents/{id}/budget", d.withAgent(putBudget))
 	d.sharedOperatorRoutes(mux)
+	d.mirrorOperatorRoutes(mux)
 	mux.HandleFunc("POST /v1/agents/{id}/accept", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		var opts agent.AcceptOptions
 		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
