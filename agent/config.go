@@ -41,6 +41,9 @@ type Config struct {
 	// primary's host.
 	MirrorToken    string
 	MirrorUsername string
+	// MirrorTokenFile (--mirror-token-file) holds the mirror's token
+	// instead, re-read when it changes like TokenFile.
+	MirrorTokenFile string
 	// AuthScheme is how the token is sent: "basic" (user Username,
 	// password the token; the default) or "bearer".
 	AuthScheme string
@@ -70,6 +73,8 @@ type Config struct {
 
 	validated bool         // Validate ran: the config is shared read-only from then on
 	creds     *Credentials // TokenFile's token, nil without one
+	// mirrorCreds is MirrorTokenFile's token, nil without one.
+	mirrorCreds *Credentials
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -150,6 +155,13 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %w", err)
 		}
 		c.creds = creds
+	}
+	if c.MirrorTokenFile != "" {
+		creds, err := NewCredentials(c.MirrorTokenFile, c.MirrorToken, c.Logger)
+		if err != nil {
+			return fmt.Errorf("config: mirror %w", err)
+		}
+		c.mirrorCreds = creds
 	}
 	c.validated = true
 	return nil
@@ -267,6 +279,10 @@ func (c *Config) hasToken() bool { return c.Token != "" || c.creds != nil }
 // Credentials is the token file's live token (nil without --token-file):
 // the daemon watches it, status shows its problem.
 func (c *Config) Credentials() *Credentials { return c.creds }
+
+// MirrorCredentials is the mirror's token file's live token (nil without
+// --mirror-token-file).
+func (c *Config) MirrorCredentials() *Credentials { return c.mirrorCreds }
 
 // authFor is the token sent the configured way: with a token file, the
 // token current at each request (so a rotation needs no restart).

@@ -176,14 +176,16 @@ func same(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRi
 func (a *Agent) mirrorRemote(u string) gitmem.Remote {
 	c := a.cfg
 	m := gitmem.Remote{URL: u}
+	user := c.MirrorUsername
+	if user == "" {
+		user = c.Username
+	}
 	switch {
+	case c.mirrorCreds != nil: // its token file's token at each request
+		m.Auth = &rotatingAuth{creds: c.mirrorCreds, bearer: c.AuthScheme == AuthBearer, username: user}
 	case c.MirrorToken != "":
-		user := c.MirrorUsername
-		if user == "" {
-			user = c.Username
-		}
 		m.Auth = c.authWith(user, c.MirrorToken)
-	case c.Token != "" && sameHost(u, a.remote().URL):
+	case c.hasToken() && sameHost(u, a.remote().URL):
 		m.Auth = c.authFor()
 	}
 	return m

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,5 +84,51 @@ func TestMirrorRemote_TokenStaysOnItsHost(t *testing.T) {
 	}
 	if u, _ := mirrorURLOf(cfg, "a1"); u != "" {
 		t.Fatalf("after unset: %q", u)
+	}
+}
+
+// The mirror's token file rotates like the primary's: each request sends
+// the file's current token; with only the primary's token file, a mirror
+// on the primary's host gets the primary's current token.
+func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
+	dir := t.TempDir()
+	primary, mirror := filepath.Join(dir, "primary"), filepath.Join(dir, "mirror")
+	os.WriteFile(primary, []byte("p1\n"), 0o600)
+	os.WriteFile(mirror, []byte("m1\n"), 0o600)
+	sent := func(a *Agent, u string) string {
+		t.Helper()
+		auth := a.mirrorRemote(u).Auth
+		if auth == nil {
+			return ""
+		}
+		req, _ := http.NewRequest("GET", u, nil)
+		auth.(interface{ SetAuth(*http.Request) }).SetAuth(req)
+		_, pw, _ := req.BasicAuth()
+		return pw
+	}
+	cfg := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary, MirrorTokenFile: mirror}
+	a, err := New(cfg, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(a, "https://elsewhere.example.com/a1.git"); got != "m1" {
+		t.Fatalf("mirror token %q, want m1", got)
+	}
+	os.WriteFile(mirror, []byte("m2\n"), 0o600)
+	cfg.MirrorCredentials().Reload()
+	if got := sent(a, "https://elsewhere.example.com/a1.git"); got != "m2" {
+		t.Fatalf("mirror token after rotation %q, want m2", got)
+	}
+
+	cfg2 := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary}
+	b, err := New(cfg2, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(b, "https://primary.example.com/backup/b1.git"); got != "p1" {
+		t.Fatalf("same-host mirror with only a token file got %q, want p1", got)
+	}
+	if got := sent(b, "https://elsewhere.example.com/b1.git"); got != "" {
+		t.Fatalf("the primary's token went to another host: %q", got)
 	}
 }

@@ -82,10 +82,12 @@ func (d *Daemon) Open() error {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); w.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.pollLoop() }()
-	if c := d.cfg.Credentials(); c != nil {
-		// A rotated token file is picked up without a restart.
-		d.wg.Add(1)
-		go func() { defer d.wg.Done(); c.Watch(d.ctx) }()
+	for _, c := range []*agent.Credentials{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
+		if c != nil {
+			// A rotated token file is picked up without a restart.
+			d.wg.Add(1)
+			go func() { defer d.wg.Done(); c.Watch(d.ctx) }()
+		}
 	}
 	return nil
 }

@@ -150,31 +150,24 @@ func (g *globals) config() (*agent.Config, error) {
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return nil, fmt.Errorf("flag --log-level: %w", err)
 	}
-	mirrorToken := os.Getenv("MEMFSD_MIRROR_TOKEN")
-	if g.mirrorToken != "" {
-		data, err := os.ReadFile(g.mirrorToken)
-		if err != nil {
-			return nil, fmt.Errorf("flag --mirror-token-file: %w", err)
-		}
-		mirrorToken = strings.TrimSpace(string(data))
-	}
 	home := g.homeDir()
 	cfg := &agent.Config{
-		Home:           home,
-		BaseURL:        g.baseURL,
-		RemoteTemplate: g.template,
-		MirrorTemplate: g.mirror,
-		MirrorToken:    mirrorToken,
-		MirrorUsername: os.Getenv("MEMFSD_MIRROR_USERNAME"),
-		AuthScheme:     g.authScheme,
-		CreateRemote:   g.createRemote,
-		Token:          os.Getenv("MEMFSD_TOKEN"),
-		TokenFile:      g.tokenFile, // read by Validate, re-read when it changes
-		Username:       os.Getenv("MEMFSD_USERNAME"),
-		AuthorName:     g.authorName,
-		AuthorEmail:    g.authorEmail,
-		NoFsync:        g.noFsync,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Home:            home,
+		BaseURL:         g.baseURL,
+		RemoteTemplate:  g.template,
+		MirrorTemplate:  g.mirror,
+		MirrorToken:     os.Getenv("MEMFSD_MIRROR_TOKEN"),
+		MirrorTokenFile: g.mirrorToken, // read by Validate, re-read when it changes
+		MirrorUsername:  os.Getenv("MEMFSD_MIRROR_USERNAME"),
+		AuthScheme:      g.authScheme,
+		CreateRemote:    g.createRemote,
+		Token:           os.Getenv("MEMFSD_TOKEN"),
+		TokenFile:       g.tokenFile, // read by Validate, re-read when it changes
+		Username:        os.Getenv("MEMFSD_USERNAME"),
+		AuthorName:      g.authorName,
+		AuthorEmail:     g.authorEmail,
+		NoFsync:         g.noFsync,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if g.retryInitial <= 0 || g.retryMax < g.retryInitial || g.retryBudget <= 0 {
 		return nil, fmt.Errorf("flags --retry-initial/--retry-max/--retry-budget: want 0 < initial <= max and budget > 0")
