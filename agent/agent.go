@@ -37,6 +37,9 @@ type Hooks struct {
 	Pulled    func()
 	Failed    func(class retry.Class)
 	Turned    func(outcome string, took time.Duration)
+	// Mirrored: a mirror push ended (pushed, up_to_date or failed, with
+	// the failure's class).
+	Mirrored func(outcome string, class retry.Class)
 }
 
 // Agent owns one agent: its repository, its pending writes, the commit
@@ -60,9 +63,18 @@ type Agent struct {
 	// the daemon starts watching it then, before the start-up sync.
 	OnReady func()
 	Hooks   Hooks
+	// SharedRender, when set, is the agent's shared repositories as its
+	// context shows them after its own memory (the daemon's).
+	SharedRender func() string
 
 	cfg *Config
 	log *slog.Logger
+	// folder is the unit's own folder: <home>/agents/<id> for an agent,
+	// <home>/shared/<name> for a shared repository (shared.go); the work
+	// tree is memory/ below it, memfsd's records beside it.
+	folder string
+	// shared is set on a shared repository's unit.
+	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
 
@@ -70,9 +82,13 @@ type Agent struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// writeMu serialises the pipeline's commits with memory-tool calls and
-	// operator block changes (local steps only, never the network).
+	// writeMu serialises the pipeline's commits with memory-tool calls,
+	// operator block changes and the syncs' steps that rewrite work files
+	// (gitmem.Options.WorkLock; local steps only, never the network).
 	writeMu sync.Mutex
+	// beforeToolWrite, when set (tests only), runs in a memory-tool call
+	// after it read the files and before it writes them.
+	beforeToolWrite func()
 	// approvalsMu serialises reading and rewriting the block-set
 	// approvals (block set adds, the outgoing check ends them).
 	approvalsMu sync.Mutex
@@ -97,6 +113,10 @@ type Agent struct {
 	polling   bool
 	// repackC wakes the repack loop (which runs only with Background).
 	repackC chan struct{}
+
+	// mirror is the mirror loop (mirrorloop.go); nil without a mirror.
+	mirrorMu sync.Mutex
+	mirror   *mirrorLoop
 
 	flushTimer *time.Timer
 	rescanC    chan struct{}
@@ -123,6 +143,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 		Debounce: DefaultDebounce,
 		cfg:      cfg,
 		log:      cfg.Logger.With("agent", id),
+		folder:   filepath.Join(cfg.Home, "agents", id),
 		pending:  map[string]bool{},
 		rescanC:  make(chan struct{}, 1),
 		kick:     make(chan struct{}, 1),
@@ -141,7 +162,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 // called: watched before any network step) and the loops start: the sync
 // loop clones a never-cloned agent, then runs the start-up sync.
 func (a *Agent) Open(ctx context.Context) error {
-	if err := a.cfg.ensurePrivateDirs(a.ID); err != nil {
+	if err := a.ensureFolder(); err != nil {
 		return fmt.Errorf("open %s: %w", a.ID, err)
 	}
 	if !a.Background {
@@ -162,6 +183,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	go a.commitLoop()
 	go a.syncLoop()
 	go a.repackLoop()
+	a.startMirror()
 	return nil
 }
 
@@ -171,6 +193,7 @@ func (a *Agent) Open(ctx context.Context) error {
 func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
+	a.stopMirror() // the mirror catches up at the next start (never delays shutdown)
 	if a.flushTimer != nil {
 		a.flushTimer.Stop()
 	}
@@ -195,7 +218,7 @@ func (a *Agent) Close(ctx context.Context) error {
 }
 
 // Dir is the agent's memory folder (the work tree).
-func (a *Agent) Dir() string { return a.cfg.MemoryDir(a.ID) }
+func (a *Agent) Dir() string { return filepath.Join(a.folder, "memory") }
 
 // Ready reports whether the work tree is usable (opened or cloned).
 func (a *Agent) Ready() bool { return a.repository() != nil }
@@ -219,7 +242,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
-		Secret: a.secretIn}
+		Secret: a.secretIn, WorkLock: &a.writeMu}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first
@@ -229,7 +252,11 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	if a.repository() != nil {
 		return nil
 	}
-	repo, err := gitmem.Clone(ctx, a.Dir(), a.remote(), a.repoOptions())
+	var repo *gitmem.Repo
+	err := a.withFreshToken(func() (err error) {
+		repo, err = gitmem.Clone(ctx, a.Dir(), a.remote(), a.repoOptions())
+		return err
+	})
 	if err != nil {
 		return retry.Wrap("clone "+a.ID, err)
 	}
@@ -240,7 +267,7 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	}
 	a.setRepo(repo)
 	if initialised {
-		if _, err := repo.Push(ctx); err != nil {
+		if err := a.withFreshToken(func() error { _, err := repo.Push(ctx); return err }); err != nil {
 			return retry.Wrap("push "+a.ID, err)
 		}
 	}
@@ -251,7 +278,9 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 // follows); true when it did.
 func (a *Agent) initialiseIfEmpty(repo *gitmem.Repo) (bool, error) {
 	head, err := repo.Head()
-	if err != nil || !head.IsZero() {
+	if err != nil || !head.IsZero() || a.shared {
+		// A shared repository starts empty: its first write is its first
+		// commit (persona and human are each agent's own).
 		return false, err
 	}
 	defaults := blocks.Defaults()
@@ -306,7 +335,7 @@ func (a *Agent) remote() gitmem.Remote {
 	r := a.cfg.remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.Token != "" {
+		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, gitmem.EmbeddedScheme+"://") {
 			r.Auth = a.cfg.authFor()
 		}
 	}

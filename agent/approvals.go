@@ -32,7 +32,7 @@ type blockApproval struct {
 }
 
 func (a *Agent) blocksPath() string {
-	return filepath.Join(a.cfg.Home, "agents", a.ID, blocksFile)
+	return filepath.Join(a.folder, blocksFile)
 }
 
 // readBlockApprovals reads the record (none when absent or unreadable:

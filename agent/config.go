@@ -32,6 +32,18 @@ type Config struct {
 	// the agent's remote with {agent} replaced by its id (any git host);
 	// it replaces BaseURL's Letta layout.
 	RemoteTemplate string
+	// MirrorTemplate, e.g. https://github.com/acme/{agent}-memory.git, is
+	// every agent's mirror remote ({agent} as in RemoteTemplate): the
+	// primary's commits are copied there after each push (mirror.go).
+	MirrorTemplate string
+	// MirrorToken and MirrorUsername authenticate to the mirror; without a
+	// MirrorToken the primary's token goes only to a mirror on the
+	// primary's host.
+	MirrorToken    string
+	MirrorUsername string
+	// MirrorTokenFile (--mirror-token-file) holds the mirror's token
+	// instead, re-read when it changes like TokenFile.
+	MirrorTokenFile string
 	// AuthScheme is how the token is sent: "basic" (user Username,
 	// password the token; the default) or "bearer".
 	AuthScheme string
@@ -40,7 +52,10 @@ type Config struct {
 	// creates it by pushing (hosts that create repositories on push).
 	CreateRemote bool
 	Token        string // password for HTTP Basic; never logged or stored
-	Username     string
+	// TokenFile (--token-file) holds the token instead: read by Validate,
+	// re-read when it changes and after an auth failure (Credentials).
+	TokenFile string
+	Username  string
 	// AuthorName and AuthorEmail override "<agent> <<agent>@memfsd.local>".
 	AuthorName  string
 	AuthorEmail string
@@ -56,7 +71,10 @@ type Config struct {
 	NoFrontMatterRules bool
 	Logger             *slog.Logger
 
-	validated bool // Validate ran: the config is shared read-only from then on
+	validated bool         // Validate ran: the config is shared read-only from then on
+	creds     *Credentials // TokenFile's token, nil without one
+	// mirrorCreds is MirrorTokenFile's token, nil without one.
+	mirrorCreds *Credentials
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -113,6 +131,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.MirrorTemplate != "" {
+		if err := c.validateMirrorTemplate(); err != nil {
+			return err
+		}
+	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -125,6 +148,20 @@ func (c *Config) Validate() error {
 		}
 		c.takeUserInfo(u)
 		c.BaseURL = strings.TrimRight(u.String(), "/")
+	}
+	if c.TokenFile != "" {
+		creds, err := NewCredentials(c.TokenFile, c.Token, c.Logger)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		c.creds = creds
+	}
+	if c.MirrorTokenFile != "" {
+		creds, err := NewCredentials(c.MirrorTokenFile, c.MirrorToken, c.Logger)
+		if err != nil {
+			return fmt.Errorf("config: mirror %w", err)
+		}
+		c.mirrorCreds = creds
 	}
 	c.validated = true
 	return nil
@@ -158,24 +195,38 @@ const agentPlaceholder = "{agent}"
 // the path only (never in the host, credentials, query or fragment), and
 // moves credentials in it to the auth header.
 func (c *Config) validateTemplate() error {
-	const probe = "memfsd-agent-probe"
-	if !strings.Contains(c.RemoteTemplate, agentPlaceholder) {
-		return fmt.Errorf("config: remote-template %q: it must contain {agent}, replaced by the agent id (e.g. https://git.example.com/memory/{agent}.git)", RedactURL(c.RemoteTemplate))
-	}
-	u, err := url.Parse(strings.ReplaceAll(c.RemoteTemplate, agentPlaceholder, probe))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("config: remote-template %q: want http(s)://host[:port]/path/with/{agent}", RedactURL(c.RemoteTemplate))
-	}
-	if strings.Contains(u.Host, probe) || strings.Contains(u.RawQuery, probe) || strings.Contains(u.Fragment, probe) ||
-		(u.User != nil && strings.Contains(u.User.String(), probe)) || !strings.Contains(u.Path, probe) {
-		return fmt.Errorf("config: remote-template %q: {agent} may stand only in the path", RedactURL(c.RemoteTemplate))
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("config: remote-template %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", RedactURL(c.RemoteTemplate))
+	u, err := parseTemplate("remote-template", c.RemoteTemplate)
+	if err != nil {
+		return err
 	}
 	c.takeUserInfo(u)
-	c.RemoteTemplate = strings.ReplaceAll(u.String(), probe, agentPlaceholder)
+	c.RemoteTemplate = strings.ReplaceAll(u.String(), templateProbe, agentPlaceholder)
 	return nil
+}
+
+// templateProbe stands for {agent} while a template is parsed.
+const templateProbe = "memfsd-agent-probe"
+
+// parseTemplate checks a URL template (flag names it in errors): http(s),
+// a host, {agent} in the path only (never in the host, credentials, query
+// or fragment), no query or fragment. The URL comes back with {agent} as
+// templateProbe.
+func parseTemplate(flag, raw string) (*url.URL, error) {
+	if !strings.Contains(raw, agentPlaceholder) {
+		return nil, fmt.Errorf("config: %s %q: it must contain {agent}, replaced by the agent id (e.g. https://git.example.com/memory/{agent}.git)", flag, RedactURL(raw))
+	}
+	u, err := url.Parse(strings.ReplaceAll(raw, agentPlaceholder, templateProbe))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("config: %s %q: want http(s)://host[:port]/path/with/{agent}", flag, RedactURL(raw))
+	}
+	if strings.Contains(u.Host, templateProbe) || strings.Contains(u.RawQuery, templateProbe) || strings.Contains(u.Fragment, templateProbe) ||
+		(u.User != nil && strings.Contains(u.User.String(), templateProbe)) || !strings.Contains(u.Path, templateProbe) {
+		return nil, fmt.Errorf("config: %s %q: {agent} may stand only in the path", flag, RedactURL(raw))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("config: %s %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", flag, RedactURL(raw))
+	}
+	return u, nil
 }
 
 // RedactURL strips credentials from a URL for display: the user-info and
@@ -216,18 +267,38 @@ func (c *Config) RemoteURL(id string) string {
 
 func (c *Config) remote(id string) gitmem.Remote {
 	r := gitmem.Remote{URL: c.RemoteURL(id)}
-	if c.Token != "" && (c.BaseURL != "" || c.RemoteTemplate != "") {
+	if c.hasToken() && (c.BaseURL != "" || c.RemoteTemplate != "") {
 		r.Auth = c.authFor()
 	}
 	return r
 }
 
-// authFor is the token sent the configured way.
+// hasToken: there is a token to send, now or once the token file has one.
+func (c *Config) hasToken() bool { return c.Token != "" || c.creds != nil }
+
+// Credentials is the token file's live token (nil without --token-file):
+// the daemon watches it, status shows its problem.
+func (c *Config) Credentials() *Credentials { return c.creds }
+
+// MirrorCredentials is the mirror's token file's live token (nil without
+// --mirror-token-file).
+func (c *Config) MirrorCredentials() *Credentials { return c.mirrorCreds }
+
+// authFor is the token sent the configured way: with a token file, the
+// token current at each request (so a rotation needs no restart).
 func (c *Config) authFor() transport.AuthMethod {
-	if c.AuthScheme == AuthBearer {
-		return &githttp.TokenAuth{Token: c.Token}
+	if c.creds != nil {
+		return &rotatingAuth{creds: c.creds, bearer: c.AuthScheme == AuthBearer, username: c.Username}
 	}
-	return &githttp.BasicAuth{Username: c.Username, Password: c.Token}
+	return c.authWith(c.Username, c.Token)
+}
+
+// authWith is user and token sent the configured way.
+func (c *Config) authWith(user, token string) transport.AuthMethod {
+	if c.AuthScheme == AuthBearer {
+		return &githttp.TokenAuth{Token: token}
+	}
+	return &githttp.BasicAuth{Username: user, Password: token}
 }
 
 func (c *Config) author(id string) gitmem.Signature {

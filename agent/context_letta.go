@@ -38,7 +38,16 @@ func (a *Agent) ContextAs(format string) (Context, error) {
 		return Context{}, err
 	}
 	if format == FormatMemfsd {
-		return a.Context()
+		c, err := a.Context()
+		if err == nil && a.SharedRender != nil {
+			// After the agent's own memory: its shared repositories
+			// (letta-code's renderings leave them out, as letta-code does).
+			if extra := a.SharedRender(); extra != "" {
+				c.Text += extra
+				c.Tokens = len(c.Text) / 4
+			}
+		}
+		return c, err
 	}
 	repo := a.repository()
 	if repo == nil {

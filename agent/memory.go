@@ -25,6 +25,12 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) { return a.memoryTool("") }
 // memoryTool is MemoryTool whose commits carry trailer (when not empty) as
 // a last line of their message.
 func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
+	return a.memoryToolAs(trailer, nil)
+}
+
+// memoryToolAs is memoryTool whose commits are by author (nil: the
+// repository's own author).
+func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool.Tool, error) {
 	repo := a.repository()
 	if repo == nil {
 		return nil, ErrNotReady
@@ -39,6 +45,9 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 		Tree:    a.tree.Load(), // nil: the tool opens the folder per call
 		Secrets: secrets,
 		Mu:      &a.writeMu,
+		// Syncs rewrite work files under writeMu too (WorkLock): a pull
+		// never lands between the call's read and its write.
+		BeforeWrite: a.beforeToolWrite,
 		// The commit's syncfs hardens the tool's file writes too.
 		CommitHardens: true,
 		// The tool checks the files it reads; the commit checks again
@@ -51,6 +60,7 @@ func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
 			res, err := repo.Commit(gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,
+				Author:  author,
 				Message: func(gitmem.PathView) string { return message },
 				Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 					verdicts, err := toolGuard(b, secrets, rules)
@@ -195,23 +205,30 @@ func checkAgainstHead(v gitmem.PathView, rules func(string) bool) (refused, err 
 	if v.Kind == gitmem.ChangeDelete {
 		return nil, nil
 	}
-	// letta-code's pre-commit hook, on a regular file (a link is judged
-	// by the read-only rules, not by its target's text).
-	if rules != nil && v.Mode != filemode.Symlink {
+	return checkFrontMatterChange(v.Path, old, work, v.Mode == filemode.Symlink, rules), nil
+}
+
+// checkFrontMatterChange judges the front matter of work, replacing old
+// at path (old: HEAD's version for a commit, the remote tip's for a push):
+// letta-code's pre-commit hook when rules is set, then front matter that
+// parsed in old must still parse (SPEC §8): else its limit, or a
+// read_only, silently stops applying. nil: the change may be made.
+func checkFrontMatterChange(path string, old, work []byte, isLink bool, rules func(string) bool) error {
+	// letta-code's hook, on a regular file (a link is judged by the
+	// read-only rules, not by its target's text).
+	if rules != nil && !isLink {
 		v2 := blocks.LettaV2(rules)
-		if blocks.LettaRulesApply(v.Path, v2, rules) {
+		if blocks.LettaRulesApply(path, v2, rules) {
 			prev := old
 			if v2 {
 				prev = nil // the hook reads HEAD's version in v1 only
 			}
-			if refused := blocks.CheckLettaRules(v.Path, work, prev, v2); refused != nil {
-				return refused, nil
+			if refused := blocks.CheckLettaRules(path, work, prev, v2); refused != nil {
+				return refused
 			}
 		}
 	}
-	// Front matter that parses at HEAD must still parse (SPEC §8): else its
-	// limit, or a read_only, silently stops applying.
-	return blocks.CheckFrontMatter(old, work), nil
+	return blocks.CheckFrontMatter(old, work)
 }
 
 // frontMatterRules is what checkAgainstHead takes to apply letta-code's

@@ -225,6 +225,7 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remote gitmem.Outgoin
 	var approved map[string][]string
 	var deleted []string
 	created := 0
+	rules := a.frontMatterRules()
 	for _, f := range files {
 		switch {
 		case f.InRemote && !f.InLocal:
@@ -243,15 +244,31 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remote gitmem.Outgoin
 		if err != nil {
 			return plan, err
 		}
-		if blocks.CheckAgentChange(f.Path, theirs, uint32(f.RemoteMode()), mine, uint32(f.LocalMode())) == nil {
-			continue
-		}
 		// The operator's block set writes a regular file: an approval is
 		// for those bytes in that mode only.
 		if f.InLocal && f.LocalMode() == filemode.Regular && blocksApproved[f.Path] == f.LocalHash().String() {
 			continue // the operator's own change
 		}
-		plan.ReadOnly = append(plan.ReadOnly, f.Path)
+		if blocks.CheckAgentChange(f.Path, theirs, uint32(f.RemoteMode()), mine, uint32(f.LocalMode())) != nil {
+			plan.ReadOnly = append(plan.ReadOnly, f.Path)
+			continue
+		}
+		// Front matter, as for a direct write (a shell's git commit gets
+		// here without the commit's guard): judged against the remote's
+		// version, held back uncommitted while it breaks.
+		if f.InLocal && checkFrontMatterChange(f.Path, theirs, mine, f.LocalMode() == filemode.Symlink, rules) != nil {
+			plan.HoldBack = append(plan.HoldBack, f.Path)
+		}
+	}
+	if len(plan.HoldBack) > 0 {
+		held := map[string]bool{}
+		for _, p := range plan.HoldBack {
+			held[p] = true
+			a.log.Warn("a commit breaks the file's front matter: held back from the push, left in the folder uncommitted", "path", p)
+		}
+		if err := a.updateFrontMatterHeld(held, nil); err != nil {
+			return plan, err
+		}
 	}
 	if len(deleted) == 0 {
 		return plan, a.writeHeldPush(heldRemote{})

@@ -51,7 +51,7 @@ const (
 const DefaultRejectedKeep = 100
 
 func (a *Agent) recordPath(name string) string {
-	return filepath.Join(a.cfg.Home, "agents", a.ID, "records", name)
+	return filepath.Join(a.folder, "records", name)
 }
 
 // rejectedRel is where rejected bytes are kept, relative to the memory
@@ -260,7 +260,7 @@ const operatorFile = "operator-approved.json"
 const decisionsKeep = 20
 
 func (a *Agent) operatorPath() string {
-	return filepath.Join(a.cfg.Home, "agents", a.ID, operatorFile)
+	return filepath.Join(a.folder, operatorFile)
 }
 
 // readApproved reads the operator's record: decision kind → keys.

@@ -86,7 +86,13 @@ type Status struct {
 	// Budget is the pinned memory's tokens against its budget (status
 	// with a scan only: the agents' list leaves it out).
 	Budget *Budget `json:"budget,omitempty"`
-	Ready  bool    `json:"ready"`
+	// TokenFileProblem says the token file is empty or unreadable and the
+	// last good token is in use (the file named, never the token).
+	TokenFileProblem string `json:"token_file_problem,omitempty"`
+	// Mirror is the agent's mirror remote (null when it has none): its
+	// state never changes the agent's (the primary is the source of truth).
+	Mirror *MirrorStatus `json:"mirror,omitempty"`
+	Ready  bool          `json:"ready"`
 }
 
 // TurnResult is the answer to a turn.
@@ -111,6 +117,9 @@ func (a *Agent) Status(scan bool) Status {
 		Dirty:     []string{},
 		Conflicts: []string{},
 		Backups:   []string{},
+	}
+	if c := a.cfg.creds; c != nil {
+		st.TokenFileProblem = c.Problem()
 	}
 	a.mu.Lock()
 	repo := a.repo
@@ -174,6 +183,7 @@ func (a *Agent) Status(scan bool) Status {
 		}
 	}
 	st.State = stateOf(st, broken)
+	st.Mirror = a.Mirror(false)
 	return st
 }
 

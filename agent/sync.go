@@ -74,8 +74,10 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	attempt := 0
 	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func(ctx context.Context) error {
 		attempt++
-		var err error
-		rr, err = repo.Reconcile(ctx)
+		err := a.withFreshToken(func() (err error) {
+			rr, err = repo.Reconcile(ctx)
+			return err
+		})
 		if err != nil && !isHold(err) {
 			a.recordErr(retry.Wrap("sync "+a.ID, err), attempt)
 		}
@@ -103,7 +105,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		a.recordErr(err, 1)
 		return res, err
 	} else if initialised {
-		if _, err := repo.Push(ctx); err != nil {
+		if err := a.withFreshToken(func() error { _, err := repo.Push(ctx); return err }); err != nil {
 			err = retry.Wrap("push "+a.ID, err)
 			a.recordErr(err, 1)
 			return res, err
@@ -121,6 +123,10 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		a.lastPush = time.Now()
 	}
 	a.mu.Unlock()
+	if a.shared {
+		a.pushPendingProposals(ctx)
+	}
+	a.kickMirror() // the primary may have moved: the mirror follows, not in this turn
 	// Backup refs older than 30 days go (the newest 10 stay): at start-up,
 	// in a one-shot sync, and when this sync made one.
 	if !opts.SkipScan || res.Backup != "" {

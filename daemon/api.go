@@ -83,11 +83,13 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 			return
 		}
 		extendWrite(w, wait)
-		writeJSON(w, http.StatusOK, a.Turn(r.Context().Done(), wait))
+		writeJSON(w, http.StatusOK, d.turn(r.Context().Done(), a, wait))
 	}))
 	d.memoryRoutes(mux)
 	d.historyRoutes(mux)
 	d.budgetRoutes(mux)
+	d.sharedRoutes(mux)
+	d.mirrorRoutes(mux)
 }
 
 // withAgent resolves {id}: 403 for another agent's id on an agent's own

@@ -50,6 +50,7 @@ type Daemon struct {
 	mu     sync.Mutex
 	agents map[string]*agent.Agent
 	socks  agentSockets
+	shared sharedUnits
 	closed bool
 }
 
@@ -67,7 +68,7 @@ func New(cfg *agent.Config) (*Daemon, error) {
 		scanSlot:  make(chan struct{}, DefaultScanParallel),
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.metrics = newMetrics(d.pendingCommits, func() float64 { return float64(len(d.all())) })
+	d.metrics = newMetrics(d.pendingCommits, func() float64 { return float64(len(d.all())) }, d.mirrorLag)
 	return d, nil
 }
 
@@ -81,6 +82,13 @@ func (d *Daemon) Open() error {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); w.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.pollLoop() }()
+	for _, c := range []*agent.Credentials{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
+		if c != nil {
+			// A rotated token file is picked up without a restart.
+			d.wg.Add(1)
+			go func() { defer d.wg.Done(); c.Watch(d.ctx) }()
+		}
+	}
 	return nil
 }
 
@@ -135,12 +143,20 @@ func (d *Daemon) Manage(id string) error {
 			d.metrics.pushes.WithLabelValues(outcome).Inc()
 			d.metrics.pushLatency.Observe(took.Seconds())
 		},
+		Mirrored: func(outcome string, c retry.Class) {
+			d.metrics.mirrorPushes.WithLabelValues(outcome).Inc()
+			if c != retry.ClassNone {
+				d.metrics.mirrorFailures.WithLabelValues(string(c)).Inc()
+			}
+		},
 	}
 	if err := a.Open(d.ctx); err != nil {
 		return err
 	}
 	d.agents[id] = a
 	d.openAgentSocket(id)
+	a.SharedRender = func() string { return d.renderShared(id) }
+	d.attachRecorded(a)
 	return nil
 }
 
@@ -200,6 +216,18 @@ func (d *Daemon) pendingCommits() float64 {
 	return float64(n)
 }
 
+// mirrorLag sums the commits the agents' mirrors lack and takes the
+// longest time one has been behind.
+func (d *Daemon) mirrorLag() (commits, seconds float64) {
+	for _, a := range d.all() {
+		if n, lag, ok := a.MirrorLag(); ok {
+			commits += float64(n)
+			seconds = max(seconds, lag.Seconds())
+		}
+	}
+	return commits, seconds
+}
+
 // Close stops the agents' own sockets and the watcher and closes every
 // agent: pending writes committed, one push each, bounded by ctx (cancel it
 // to abort the final pushes). Stop the shared HTTP servers first, so no
@@ -216,7 +244,7 @@ func (d *Daemon) Close(ctx context.Context) {
 	d.wg.Wait()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
-	for _, a := range d.all() {
+	for _, a := range append(d.all(), d.shared.all()...) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

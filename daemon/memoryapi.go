@@ -40,7 +40,22 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 				return
 			}
 		}
-		res, err := a.RunCall(in, key)
+		var res memtool.Result
+		if name := r.URL.Query().Get("shared"); name != "" {
+			// The agent's shared repository name: /memories is its clone.
+			u, at, ok := d.shared.attachment(a.ID, name)
+			if !ok {
+				writeJSON(w, http.StatusNotFound, memtool.Result{Content: fmt.Sprintf("shared repository %q is not attached to agent %s (GET /v1/agents/%s/shared lists them)", name, a.ID, a.ID), IsError: true})
+				return
+			}
+			if key != "" {
+				writeJSON(w, http.StatusBadRequest, memtool.Result{Content: "invalid input: Idempotency-Key is not taken for a shared repository's call", IsError: true})
+				return
+			}
+			res, err = u.SharedCall(in, a.ID, at.Write)
+		} else {
+			res, err = a.RunCall(in, key)
+		}
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: err.Error(), IsError: true})
 			return

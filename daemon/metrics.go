@@ -16,9 +16,12 @@ type metrics struct {
 	pulls       prometheus.Counter
 	errors      *prometheus.CounterVec
 	pushLatency prometheus.Histogram
+	// The mirror remote's pushes and failures (issue 22).
+	mirrorPushes   *prometheus.CounterVec
+	mirrorFailures *prometheus.CounterVec
 }
 
-func newMetrics(pending func() float64, agents func() float64) *metrics {
+func newMetrics(pending func() float64, agents func() float64, mirrorLag func() (commits, seconds float64)) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{
@@ -37,8 +40,20 @@ func newMetrics(pending func() float64, agents func() float64) *metrics {
 			Name: "memfsd_push_duration_seconds", Help: "Time to reconcile and push at a turn.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}),
+		mirrorPushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memfsd_mirror_pushes_total", Help: "Mirror pushes by outcome (pushed, up_to_date, failed).",
+		}, []string{"outcome"}),
+		mirrorFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memfsd_mirror_failures_total", Help: "Failed mirror pushes by error class.",
+		}, []string{"class"}),
 	}
-	m.reg.MustRegister(m.commits, m.pushes, m.pulls, m.errors, m.pushLatency,
+	m.reg.MustRegister(m.commits, m.pushes, m.pulls, m.errors, m.pushLatency, m.mirrorPushes, m.mirrorFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "memfsd_mirror_pending_commits", Help: "Primary commits not yet on the mirror, all agents.",
+		}, func() float64 { c, _ := mirrorLag(); return c }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "memfsd_mirror_lag_seconds", Help: "Longest time an agent's mirror has been behind its primary.",
+		}, func() float64 { _, s := mirrorLag(); return s }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "memfsd_pending_commits", Help: "Local commits not yet on the remote, all agents.",
 		}, pending),
@@ -50,6 +65,9 @@ func newMetrics(pending func() float64, agents func() float64) *metrics {
 	)
 	for _, o := range []string{agent.OutcomePushed, agent.OutcomeClean, agent.OutcomeConflict, agent.OutcomeDelayed, agent.OutcomeFailed} {
 		m.pushes.WithLabelValues(o)
+	}
+	for _, o := range []string{"pushed", "up_to_date", "failed"} {
+		m.mirrorPushes.WithLabelValues(o)
 	}
 	return m
 }

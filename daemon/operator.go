@@ -17,6 +17,11 @@ var operatorPatterns = []string{
 	"PUT /v1/agents/{id}/blocks/{name}",
 	"POST /v1/agents/{id}/accept",
 	"PUT /v1/agents/{id}/budget",
+	"PUT /v1/agents/{id}/shared/{name}",
+	"DELETE /v1/agents/{id}/shared/{name}",
+	"PUT /v1/agents/{id}/mirror",
+	"DELETE /v1/agents/{id}/mirror",
+	"POST /v1/agents/{id}/mirror/push",
 }
 
 // operatorRoutes are the operator's: start managing an agent, change a
@@ -79,6 +84,8 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "turn": tr})
 	}))
 	mux.HandleFunc("PUT /v1/agents/{id}/budget", d.withAgent(putBudget))
+	d.sharedOperatorRoutes(mux)
+	d.mirrorOperatorRoutes(mux)
 	mux.HandleFunc("POST /v1/agents/{id}/accept", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		var opts agent.AcceptOptions
 		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))

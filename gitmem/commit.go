@@ -114,6 +114,9 @@ type CommitRequest struct {
 	// before they leave it (and again for a newer write the exchange
 	// displaced), so a rejected write is on record before it is undone.
 	Keep func(path string, rejected []byte) error
+	// Author, when set, authors and commits the commits instead of
+	// Options.Author (a shared repository's writes carry their agent).
+	Author *Signature
 }
 
 // Restored is a path a guard had put back to HEAD's version.
@@ -156,6 +159,10 @@ func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
 
 func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	var res CommitResult
+	who := r.opts.Author
+	if req.Author != nil {
+		who = *req.Author
+	}
 	clean := make([]string, 0, len(req.Paths))
 	for _, p := range req.Paths {
 		c, err := cleanPath(p)
@@ -295,13 +302,13 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			continue
 		}
 		lastMessage = req.Message(v)
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, []gitstore.Change{c}, lastMessage, when, &res); err != nil {
+		if tip, tipTree, err = r.commitChangesAs(who, tip, tipTree, []gitstore.Change{c}, lastMessage, when, &res); err != nil {
 			return res, err
 		}
 	}
 	if req.One && len(group) > 0 {
 		lastMessage = req.Message(*first)
-		if tip, _, err = r.commitChanges(tip, tipTree, group, lastMessage, when, &res); err != nil {
+		if tip, _, err = r.commitChangesAs(who, tip, tipTree, group, lastMessage, when, &res); err != nil {
 			return res, err
 		}
 	}
@@ -350,6 +357,11 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 // commitChanges writes the trees and a commit of changes on top of tip. A
 // change that leaves the tree as it was makes no commit.
 func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []gitstore.Change, message string, when time.Time, res *CommitResult) (plumbing.Hash, plumbing.Hash, error) {
+	return r.commitChangesAs(r.opts.Author, tip, tipTree, changes, message, when, res)
+}
+
+// commitChangesAs is commitChanges by who.
+func (r *Repo) commitChangesAs(who Signature, tip, tipTree plumbing.Hash, changes []gitstore.Change, message string, when time.Time, res *CommitResult) (plumbing.Hash, plumbing.Hash, error) {
 	tree, err := r.objs.ApplyChanges(tipTree, changes)
 	if err != nil {
 		return tip, tipTree, err
@@ -361,7 +373,7 @@ func (r *Repo) commitChanges(tip, tipTree plumbing.Hash, changes []gitstore.Chan
 	if !tip.IsZero() {
 		parents = append(parents, tip)
 	}
-	sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: when}
+	sig := object.Signature{Name: who.Name, Email: who.Email, When: when}
 	commit, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, parents, sig, sig, message))
 	if err != nil {
 		return tip, tipTree, err

@@ -76,7 +76,7 @@ func (r *Repo) putBack(rel string, d displaced, ours plumbing.Hash, oursMode fil
 
 // RestoreMissing writes HEAD's version of each path that is missing from
 // the work tree (a file that is there, whoever wrote it, is left alone) and
-// returns the paths it wrote back.
+// returns the paths it wrote back. The caller holds opts.WorkLock.
 func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 	r.mu.Lock()
 	defer r.unlock()

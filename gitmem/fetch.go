@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
 	"github.com/memfsd/memfsd/gitstore"
 )
@@ -39,19 +38,8 @@ func (rel Relation) String() string {
 	return [...]string{"same", "ahead", "behind", "diverged", "unrelated"}[rel]
 }
 
-func (r *Repo) session(ctx context.Context, receive bool) (transport.Session, error) {
-	ep, err := transport.NewEndpoint(r.Remote.URL)
-	if err != nil {
-		return nil, fmt.Errorf("remote url: %w", err)
-	}
-	cl, err := client.NewClient(ep)
-	if err != nil {
-		return nil, err
-	}
-	if receive {
-		return cl.NewReceivePackSession(ep, r.Remote.Auth)
-	}
-	return cl.NewUploadPackSession(ep, r.Remote.Auth)
+func (r *Repo) session(_ context.Context, receive bool) (transport.Session, error) {
+	return remoteSession(r.Remote, receive)
 }
 
 // Fetch downloads the remote branch and moves the remote-tracking ref. It
@@ -245,8 +233,8 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: fetch: %w", err)
 	}
-	r.mu.Lock()
-	defer r.unlock()
+	r.lockWork()
+	defer r.unlockWork()
 	local, err := r.Head()
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)

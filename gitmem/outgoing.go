@@ -59,6 +59,10 @@ type OutgoingPlan struct {
 	// version in one `memfsd: restore N deleted files` commit (where the
 	// work tree has a file of that name, it is left as it is).
 	Readd []string
+	// HoldBack are put back to the remote's version in the commit and
+	// the index only, one `memfsd: hold back <path>` commit each; the
+	// work tree keeps the agent's file, an uncommitted write again.
+	HoldBack []string
 }
 
 // OutgoingRemote is the remote tip a push starts from (the old value of
@@ -170,7 +174,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	}
 	plan, err := r.opts.Outgoing(files, OutgoingRemote{Tip: remote, r: r, tree: remoteTree})
 	restore := plan.ReadOnly
-	if err != nil || (len(restore) == 0 && len(plan.Readd) == 0) {
+	if err != nil || (len(restore) == 0 && len(plan.Readd) == 0 && len(plan.HoldBack) == 0) {
 		return local, nil, err
 	}
 	if err := r.checkHead(); err != nil {
@@ -268,9 +272,13 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			done = append(done, p)
 		}
 		msg := fmt.Sprintf("memfsd: restore %d deleted files", len(changes))
-		if tip, _, err = r.commitChanges(tip, tipTree, changes, msg, time.Now(), &res); err != nil {
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, changes, msg, time.Now(), &res); err != nil {
 			return local, nil, err
 		}
+	}
+	var heldBack []string
+	if tip, tipTree, heldBack, err = r.holdBack(plan.HoldBack, byPath, ix, tip, tipTree, &res); err != nil {
+		return local, nil, err
 	}
 	if err := r.objs.Flush(true); err != nil {
 		return local, nil, err
@@ -293,7 +301,12 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	} else {
 		r.indexWritten(ix, ixData)
 	}
-	r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
+	if len(done) > 0 {
+		r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
+	}
+	if len(heldBack) > 0 {
+		r.log.Warn("outgoing changes held back before the push (kept in the work tree, uncommitted)", "paths", len(heldBack))
+	}
 	return tip, done, nil
 }
 

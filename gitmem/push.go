@@ -93,9 +93,9 @@ func (r *Repo) pushDirect(ctx context.Context, remote plumbing.Hash) (PushResult
 
 // sendPush packs what remote lacks (under r.mu) and sends it (without).
 func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, remote plumbing.Hash, caps *capability.List) (PushResult, error) {
-	r.mu.Lock()
+	r.lockWork() // the outgoing check may put a read-only block back
 	out, err := r.preparePush(remote)
-	r.unlock()
+	r.unlockWork()
 	local := out.local
 	res := PushResult{Head: local, Restored: out.restored}
 	if err != nil || local == remote {

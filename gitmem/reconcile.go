@@ -98,8 +98,8 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 // replay / restore and move the branch. Local commits wait for it; it costs
 // the divergence, never the network.
 func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *ReconcileResult) (bool, error) {
-	r.mu.Lock()
-	defer r.unlock()
+	r.lockWork()
+	defer r.unlockWork()
 	local, err := r.Head()
 	if err != nil {
 		return false, err

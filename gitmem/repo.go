@@ -62,6 +62,11 @@ type Options struct {
 	Secret func(data []byte) (string, bool)
 	// Keep stores bytes the outgoing check takes back (rejected writes).
 	Keep func(path string, rejected []byte) error
+	// WorkLock, when set, is taken before mu by every sync step that may
+	// rewrite work files (never across the network), so the caller's
+	// read-modify-write of a file under the same lock is never undone by
+	// a pull landing in between. Lock order: WorkLock, then mu.
+	WorkLock sync.Locker
 }
 
 // Repo is one work tree with .git inside, safe for concurrent use. Two

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/letta"
 )
 
 // letta-code's dialect: its memory tool (src/tools/impl/memory.ts in
@@ -26,6 +27,7 @@ import (
 type lettaRun struct {
 	args   LettaArgs
 	prefix string // "memory" or "memory_apply_patch": the start of its errors
+	v2     bool   // the folder is memfs v2 (a root MEMORY.md), as the call began
 }
 
 // RunCall executes one call of either dialect. A failed call changes
@@ -37,6 +39,7 @@ func (t *Tool) RunCall(c Call) Result {
 	l := &lettaRun{args: c.Letta, prefix: c.Letta.Tool}
 	return t.do(func(cl *call) (string, error) {
 		cl.letta = l
+		l.v2 = cl.detectV2()
 		if l.args.Tool == LettaApplyPatch {
 			return cl.lettaPatch()
 		}
@@ -179,38 +182,48 @@ func (t *call) place(rel string) (string, string, error) {
 	return t.resolve(Root + "/" + rel)
 }
 
-// lettaFile is a memory file as letta-code parses it (memory-markdown.ts,
-// memfs v1): front matter, then the body.
+// lettaFile is a memory file as letta-code parses it (memory-markdown.ts):
+// front matter, then the body.
 type lettaFile struct {
-	lines       []string // the front matter's lines
+	lines       []string // the front matter's lines (v1)
+	name        string   // v2
 	description string
-	readOnly    string
+	readOnly    string // v1
 	body        string
 }
 
 var lettaFrontMatter = regexp.MustCompile(`^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$`)
 
-// parseLetta is letta-code's parseMemoryMarkdown for memfs v1.
-func (l *lettaRun) parse(content string) (*lettaFile, error) {
+var frontMatterOpen = regexp.MustCompile(`^---\r?\n`)
+
+// parse is letta-code's parseMemoryMarkdown of content, the file at rel,
+// in the folder's layout.
+func (l *lettaRun) parse(content, rel string) (*lettaFile, error) {
+	if l.v2 && isIndexPath(rel) {
+		if frontMatterOpen.MatchString(content) {
+			return nil, lettaErr("%s: MEMORY.md must not have frontmatter", l.prefix)
+		}
+		return &lettaFile{body: content}, nil
+	}
 	m := lettaFrontMatter.FindStringSubmatch(content)
 	if m == nil {
 		return nil, lettaErr("%s: target file is missing required frontmatter", l.prefix)
 	}
 	f := &lettaFile{lines: splitCRLF(m[1]), body: m[2]}
-	var hasDesc bool
+	fields := map[string]string{} // parseScalarFrontmatter: the last value wins
 	for _, line := range f.lines {
-		k, v, ok := lettaKeyValue(line)
-		switch {
-		case !ok:
-		case k == "description":
-			f.description, hasDesc = v, true
-		case k == "read_only":
-			f.readOnly = v
+		if k, v, ok := lettaKeyValue(line); ok {
+			fields[k] = v
 		}
 	}
-	if !hasDesc || strings.TrimSpace(f.description) == "" {
+	desc, hasDesc := fields["description"]
+	if !hasDesc || letta.Trim(desc) == "" {
 		return nil, lettaErr("%s: target file frontmatter is missing 'description'", l.prefix)
 	}
+	if l.v2 {
+		return l.parseV2(m[1], fields, m[2])
+	}
+	f.description, f.readOnly = desc, fields["read_only"]
 	return f, nil
 }
 
@@ -221,20 +234,26 @@ func lettaKeyValue(line string) (key, value string, ok bool) {
 	if i <= 0 {
 		return "", "", false
 	}
-	return strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:]), true
+	return letta.Trim(line[:i]), letta.Trim(line[i+1:]), true
 }
 
 func splitCRLF(s string) []string { return strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") }
 
-// render is letta-code's renderMemoryMarkdown for memfs v1: "---", the
-// description (one line), read_only when there, "---", the body. Unlike
-// letta-code, which keeps only those two keys, any other line of the front
-// matter (limit, ...) is kept where it was: an operator's limit is not the
-// agent's to drop.
-func (l *lettaRun) render(f *lettaFile, body string) (string, error) {
+// render is letta-code's renderMemoryMarkdown of the file at rel, in the
+// folder's layout. In v1: "---", the description (one line), read_only
+// when there, "---", the body. Unlike letta-code, which keeps only those
+// two keys, any other line of a v1 front matter (limit, ...) is kept where
+// it was: an operator's limit is not the agent's to drop.
+func (l *lettaRun) render(f *lettaFile, body, rel string) (string, error) {
+	if l.v2 && isIndexPath(rel) {
+		return renderIndex(body), nil
+	}
 	desc := sanitizeDescription(f.description)
 	if desc == "" {
 		return "", lettaErr("%s: 'description' must not be empty", l.prefix)
+	}
+	if l.v2 {
+		return l.renderV2(f, desc, body)
 	}
 	lines := []string{"---"}
 	wroteDesc := false
@@ -263,8 +282,10 @@ func (l *lettaRun) render(f *lettaFile, body string) (string, error) {
 	return header + "\n" + body, nil
 }
 
+// sanitizeDescription is letta-code's sanitizeFrontmatterValue: one line,
+// trimmed.
 func sanitizeDescription(s string) string {
-	return strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", " "), "\n", " "))
+	return letta.Trim(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", " "), "\n", " "))
 }
 
 // readOnlyErr is letta-code's answer to a read-only file.
@@ -330,7 +351,7 @@ func (t *call) checkEditable(rel, shown, content string) (*lettaFile, error) {
 	if blocks.IsReadOnlyPath(rel) {
 		return nil, t.letta.readOnlyErr(shown)
 	}
-	f, err := t.letta.parse(content)
+	f, err := t.letta.parse(content, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -442,13 +463,24 @@ func (t *call) lettaCreate() ([]change, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := l.allowed(label); err != nil {
+		return nil, "", err
+	}
 	rel, _, err := t.place(label + ".md")
 	if err != nil {
 		return nil, "", err
 	}
-	description, err := l.requireString("description", "create")
-	if err != nil {
-		return nil, "", err
+	// A v2 folder's index has no front matter, so no description.
+	description := ""
+	if !l.v2 || !isIndexPath(rel) {
+		if description, err = l.requireString("description", "create"); err != nil {
+			return nil, "", err
+		}
+	}
+	if l.v2 {
+		if err := assertIndexed(rel, t.exists); err != nil {
+			return nil, "", err
+		}
 	}
 	body := ""
 	if raw, ok := l.raw("file_text"); ok && string(raw) != "null" {
@@ -456,7 +488,11 @@ func (t *call) lettaCreate() ([]change, string, error) {
 			return nil, "", lettaErr("memory create: 'file_text' must be a string")
 		}
 	}
-	rendered, err := l.render(&lettaFile{description: description, lines: []string{"description: " + description}}, body)
+	f := &lettaFile{description: description, lines: []string{"description: " + description}}
+	if l.v2 {
+		f = &lettaFile{name: defaultName(rel), description: description}
+	}
+	rendered, err := l.render(f, body, rel)
 	if err != nil {
 		return nil, "", err
 	}
@@ -474,6 +510,9 @@ func (t *call) lettaCreate() ([]change, string, error) {
 func (t *call) editableAt(pathArg, command string) (rel, shown, content string, f *lettaFile, before change, err error) {
 	label, err := t.label(pathArg, "file_path")
 	if err != nil {
+		return
+	}
+	if err = t.letta.allowed(label); err != nil {
 		return
 	}
 	rel, src, err := t.place(label + ".md")
@@ -513,7 +552,7 @@ func (t *call) lettaStrReplace() ([]change, string, error) {
 	if idx < 0 {
 		return nil, "", lettaErr("memory str_replace: old_string was not found in the target memory block")
 	}
-	rendered, err := l.render(f, f.body[:idx]+newString+f.body[idx+len(oldString):])
+	rendered, err := l.render(f, f.body[:idx]+newString+f.body[idx+len(oldString):], rel)
 	if err != nil {
 		return nil, "", err
 	}
@@ -548,7 +587,7 @@ func (t *call) lettaInsert() ([]change, string, error) {
 	at := math.Min(math.Max(math.Max(1, math.Floor(line))-1, 0), float64(len(lines)))
 	i := int(at)
 	lines = append(lines[:i], append(strings.Split(text, "\n"), lines[i:]...)...)
-	rendered, err := l.render(f, strings.Join(lines, "\n"))
+	rendered, err := l.render(f, strings.Join(lines, "\n"), rel)
 	if err != nil {
 		return nil, "", err
 	}
@@ -565,6 +604,12 @@ func (t *call) lettaDelete() ([]change, string, error) {
 	label, err := t.label(pathArg, "file_path")
 	if err != nil {
 		return nil, "", err
+	}
+	if err := l.allowed(label); err != nil {
+		return nil, "", err
+	}
+	if l.v2 && isIndexPath(label+".md") {
+		return nil, "", lettaErr("memory delete: MEMORY.md indexes cannot be deleted")
 	}
 	// A folder by the label's name is deleted with all it holds.
 	dirRel, _, err := t.place(label)
@@ -615,6 +660,12 @@ func (t *call) lettaRename() ([]change, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := l.allowed(oldLabel); err != nil {
+		return nil, "", err
+	}
+	if err := l.allowed(newLabel); err != nil {
+		return nil, "", err
+	}
 	oldRel, oldSrc, err := t.place(oldLabel + ".md")
 	if err != nil {
 		return nil, "", err
@@ -628,6 +679,14 @@ func (t *call) lettaRename() ([]change, string, error) {
 	}
 	if _, _, err := t.loadEditable(oldRel, oldSrc, oldArg, t.readText); err != nil {
 		return nil, "", err
+	}
+	if l.v2 && (isIndexPath(oldRel) || isIndexPath(newRel)) {
+		return nil, "", lettaErr("memory rename: MEMORY.md indexes cannot be renamed")
+	}
+	if l.v2 {
+		if err := assertIndexed(newRel, t.exists); err != nil {
+			return nil, "", err
+		}
 	}
 	if err := t.checkParents(newRel); err != nil {
 		return nil, "", err
@@ -659,8 +718,11 @@ func (t *call) lettaUpdateDescription() ([]change, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if l.v2 && isIndexPath(rel) {
+		return nil, "", lettaErr("memory update_description: MEMORY.md has no frontmatter")
+	}
 	f.description = description
-	rendered, err := l.render(f, f.body)
+	rendered, err := l.render(f, f.body, rel)
 	if err != nil {
 		return nil, "", err
 	}

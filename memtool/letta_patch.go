@@ -96,6 +96,10 @@ func (t *call) applyPatch(input string) ([]change, error) {
 		return strings.ReplaceAll(content, "\r\n", "\n"), nil
 	}
 	for _, op := range ops {
+		if t.letta.v2 && (op.kind == "delete" && isIndexPath(op.targetRel) ||
+			op.kind == "update" && (isIndexPath(op.sourceRel) || isIndexPath(op.targetRel)) && op.sourceRel != op.targetRel) {
+			return nil, lettaErr("memory_apply_patch: MEMORY.md indexes cannot be deleted or moved")
+		}
 		rel, src, err := t.place(op.targetRel)
 		if err != nil {
 			return nil, err
@@ -108,7 +112,7 @@ func (t *call) applyPatch(input string) ([]change, error) {
 			if _, err := t.wt.Lstat(rel); err == nil {
 				return nil, lettaErr("memory_apply_patch: cannot add existing memory file: %s", op.targetRel)
 			}
-			rendered, err := t.addedContent(op.label, strings.Join(op.contentLines, "\n"))
+			rendered, err := t.addedContent(op.label, rel, strings.Join(op.contentLines, "\n"))
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +146,7 @@ func (t *call) applyPatch(input string) ([]change, error) {
 				return nil, err
 			}
 		}
-		validated, err := t.letta.parse(next)
+		validated, err := t.letta.parse(next, rel)
 		if err != nil {
 			return nil, err
 		}
@@ -158,6 +162,21 @@ func (t *call) applyPatch(input string) ([]change, error) {
 				pendingDeletes[sourceRel] = true
 			}
 			touch(sourceRel)
+		}
+	}
+	// In v2, each file written needs its folders' MEMORY.md, as the patch
+	// leaves them.
+	if t.letta.v2 {
+		exists := func(rel string) bool {
+			_, written := pendingWrites[rel]
+			return written || !pendingDeletes[rel] && t.exists(rel)
+		}
+		for _, rel := range order {
+			if _, ok := pendingWrites[rel]; ok {
+				if err := assertIndexed(rel, exists); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	// Writes first, then deletions, as letta-code does them; each with
@@ -188,19 +207,25 @@ func (t *call) applyPatch(input string) ([]change, error) {
 	return changes, nil
 }
 
-// addedContent is letta-code's normalizeAddedContent for memfs v1: content
-// with front matter is parsed and rendered again; content without gets
-// "Memory block <label>" as its description.
-func (t *call) addedContent(label, raw string) (string, error) {
-	if strings.HasPrefix(raw, "---\n") {
-		f, err := t.letta.parse(raw)
+// addedContent is letta-code's normalizeAddedContent of the file added at
+// rel: content with front matter (and a v2 index) is parsed and rendered
+// again; content without gets "Memory block <label>" as its description
+// (and in v2 a name made from the label).
+func (t *call) addedContent(label, rel, raw string) (string, error) {
+	l := t.letta
+	if strings.HasPrefix(raw, "---\n") || l.v2 && isIndexPath(rel) {
+		f, err := l.parse(raw, rel)
 		if err != nil {
 			return "", err
 		}
-		return t.letta.render(f, f.body)
+		return l.render(f, f.body, rel)
 	}
 	desc := "Memory block " + label
-	return t.letta.render(&lettaFile{description: desc, lines: []string{"description: " + desc}}, raw)
+	f := &lettaFile{description: desc, lines: []string{"description: " + desc}}
+	if l.v2 {
+		f = &lettaFile{name: defaultName(label), description: desc}
+	}
+	return l.render(f, raw, rel)
 }
 
 // readTextStrict is readText that refuses bytes that are not UTF-8, as
@@ -240,7 +265,13 @@ func (t *call) parsePatch(input string) ([]patchOp, error) {
 		}
 	}
 	var ops []patchOp
-	label := func(raw, fieldName string) (string, error) { return t.label(raw, fieldName) }
+	label := func(raw, fieldName string) (string, error) {
+		lb, err := t.label(raw, fieldName)
+		if err != nil {
+			return "", err
+		}
+		return lb, t.letta.allowed(lb)
+	}
 	for i := 1; i < end; {
 		line := strings.TrimSpace(lines[i])
 		switch {

@@ -66,6 +66,9 @@ type Tool struct {
 	// Mu serialises calls with other writers of the folder (the daemon's
 	// watcher); nil means a private mutex.
 	Mu sync.Locker
+	// BeforeWrite, when set (tests), runs once a command has read what it
+	// changes and before it writes.
+	BeforeWrite func()
 
 	own sync.Mutex
 }
@@ -251,6 +254,9 @@ type change struct {
 // It returns the commit's id ("" when nothing differed from HEAD, or no
 // Commit is set).
 func (t *call) apply(changes []change, message string) (string, error) {
+	if t.BeforeWrite != nil {
+		t.BeforeWrite()
+	}
 	done := make([]change, 0, len(changes))
 	undo := func() {
 		for i := len(done) - 1; i >= 0; i-- {

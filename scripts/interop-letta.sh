@@ -42,13 +42,10 @@ BARE="$W/home/remote/v1/git/$AGENT/state.git"
 MEM="$W/home/agents/$AGENT/memory"
 [ -d "$BARE" ] && [ -d "$MEM/.git" ] || { echo "interop: memfsd made no remote at $BARE" >&2; exit 1; }
 
-# Turns are turns: the auto gc a push starts (receive-pack's `git gc
-# --auto`) runs in the foreground, not detached into the next turn. Left
-# detached, it repacks the bare repository while memfsd's next sync reads
-# it through the in-process transport, which then fails with "fetch:
-# packfile not found" (seen at turn ~100 of 200; a server-side remote is
-# not shared with a CLI like this).
-git -C "$BARE" config gc.autoDetach false
+# git's defaults on the shared bare repository: the auto gc a push starts
+# (receive-pack's `git gc --auto`) runs detached and repacks while memfsd's
+# next sync reads the repository through its in-process transport. A pack
+# that vanishes under that read is retried, not a failure.
 
 # letta-code's clone and session start.
 L="$W/letta"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # letta-golden.sh regenerates the golden files under testdata/letta/ with
-# letta-code's own renderers (scripts/letta-golden.mjs), so the Go tests
-# compare memfsd's renderers with letta-code's byte for byte without npm.
+# letta-code's own renderers (scripts/letta-golden.mjs) and memory tools
+# (scripts/letta-tool-golden.mjs), so the Go tests compare memfsd's
+# renderers and its letta-code dialect with letta-code's byte for byte
+# without npm.
 #
 #   scripts/letta-golden.sh            # from the repository root; needs node, npm, git
 #
@@ -47,4 +49,6 @@ LETTA_MEMFS_TREE_MAX_CHARS=1000 LETTA_MEMFS_TREE_MAX_CHILDREN_PER_DIR=5 \
 	render letta-code "$work/v1" >"$root/testdata/letta/v1/letta-code.tree-max-chars-1000-children-5.golden"
 # The order letta-code's localeCompare gives names.
 render collation <"$root/testdata/letta/collation.txt" >"$root/testdata/letta/collation.golden"
-wc -c "$root"/testdata/letta/*/*.golden "$root"/testdata/letta/collation.golden
+# What letta-code's memory tools write, v1 and v2 (scripts/letta-tool-golden.mjs).
+node "$root/scripts/letta-tool-golden.mjs" "$bundle" "$root/testdata/letta/tool/cases.json" >"$root/testdata/letta/tool/expected.json"
+wc -c "$root"/testdata/letta/*/*.golden "$root"/testdata/letta/collation.golden "$root"/testdata/letta/tool/expected.json

@@ -18,7 +18,7 @@ import (
 )
 
 func newMemoryCmd(g *globals) *cobra.Command {
-	var id, key, dialectName, tool string
+	var id, key, dialectName, tool, shared string
 	cmd := &cobra.Command{
 		Use:   "memory --agent ID [--dialect letta-code] [--tool memory_apply_patch] < input.json",
 		Short: "One memory-tool call: JSON input on stdin, result text on stdout",
@@ -53,6 +53,11 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if tool != "" {
 				q.Set("tool", tool)
 			}
+			if shared != "" {
+				// A shared repository is served by the daemon only: its one
+				// pipeline is there.
+				q.Set("shared", shared)
+			}
 			route := "/v1/agents/" + id + "/memory"
 			if len(q) > 0 {
 				route += "?" + q.Encode()
@@ -72,7 +77,9 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			// Directly only when the request was never sent (no daemon), or
 			// the daemon does not manage this agent: never after it may
 			// have applied the call.
-			case errors.As(err, &unreachable) || (err == nil && code == 404):
+			case shared != "" && errors.As(err, &unreachable):
+				return fmt.Errorf("memory --shared %s: %w (a shared repository is written through the running daemon)", shared, err)
+			case shared == "" && (errors.As(err, &unreachable) || (err == nil && code == 404)):
 				if res, err = runMemoryDirect(cmd, g, id, in, key); err != nil {
 					return err
 				}
@@ -88,6 +95,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
 	cmd.Flags().StringVar(&dialectName, "dialect", "", "the input's dialect: anthropic (memory_20250818, the default) or letta-code (env MEMFSD_DIALECT)")
+	cmd.Flags().StringVar(&shared, "shared", "", "the call is on the agent's shared repository NAME (/memories is its clone), through the daemon (env MEMFSD_SHARED)")
 	cmd.Flags().StringVar(&tool, "tool", "", "letta-code's tool: memory (the default) or memory_apply_patch (env MEMFSD_TOOL)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "apply this call at most once, also when retried after a lost answer or a restart (a harness passes the tool_use id) (env MEMFSD_IDEMPOTENCY_KEY)")
 	return cmd

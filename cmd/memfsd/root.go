@@ -22,6 +22,8 @@ type globals struct {
 	home         string
 	baseURL      string
 	template     string
+	mirror       string
+	mirrorToken  string
 	authScheme   string
 	createRemote bool
 	tokenFile    string
@@ -93,9 +95,11 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.home, "home", home, "memfsd home: agents' memory and the embedded remote (env MEMFSD_HOME)")
 	f.StringVar(&g.baseURL, "base-url", "", "remote base URL; empty = embedded remote under <home>/remote (env MEMFSD_BASE_URL, LETTA_MEMFS_BASE_URL)")
 	f.StringVar(&g.template, "remote-template", "", "the agent's remote on any git host, {agent} replaced by its id, e.g. https://git.example.com/memory/{agent}.git (env MEMFSD_REMOTE_TEMPLATE); instead of --base-url")
+	f.StringVar(&g.mirror, "mirror-template", "", "a mirror remote for every agent, {agent} replaced by its id, e.g. https://github.com/acme/{agent}-memory.git: each push to the primary is copied there in the background (env MEMFSD_MIRROR_TEMPLATE; per agent: memfsd mirror set)")
+	f.StringVar(&g.mirrorToken, "mirror-token-file", "", "file holding the mirror's token (else env MEMFSD_MIRROR_TOKEN; without one the primary's token goes only to a mirror on the primary's host)")
 	f.StringVar(&g.authScheme, "auth-scheme", agent.AuthBasic, "how the token is sent: basic (user MEMFSD_USERNAME) or bearer (env MEMFSD_AUTH_SCHEME)")
 	f.BoolVar(&g.createRemote, "create-remote", false, "when the host has no repository for the agent yet, start it with the default blocks and create it by pushing (env MEMFSD_CREATE_REMOTE)")
-	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token (else env MEMFSD_TOKEN)")
+	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token, re-read when it changes and after an auth failure: a rotated token needs no restart (else env MEMFSD_TOKEN; env MEMFSD_TOKEN_FILE)")
 	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -114,7 +118,7 @@ func newRootCmd() *cobra.Command {
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g), newContextCmd(g))
-	root.AddCommand(newHistoryCmd(g), newShowCmd(g), newBudgetCmd(g))
+	root.AddCommand(newHistoryCmd(g), newShowCmd(g), newBudgetCmd(g), newSharedCmd(g), newMirrorCmd(g))
 	return root
 }
 
@@ -146,27 +150,24 @@ func (g *globals) config() (*agent.Config, error) {
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return nil, fmt.Errorf("flag --log-level: %w", err)
 	}
-	token := os.Getenv("MEMFSD_TOKEN")
-	if g.tokenFile != "" {
-		data, err := os.ReadFile(g.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("flag --token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(data))
-	}
 	home := g.homeDir()
 	cfg := &agent.Config{
-		Home:           home,
-		BaseURL:        g.baseURL,
-		RemoteTemplate: g.template,
-		AuthScheme:     g.authScheme,
-		CreateRemote:   g.createRemote,
-		Token:          token,
-		Username:       os.Getenv("MEMFSD_USERNAME"),
-		AuthorName:     g.authorName,
-		AuthorEmail:    g.authorEmail,
-		NoFsync:        g.noFsync,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Home:            home,
+		BaseURL:         g.baseURL,
+		RemoteTemplate:  g.template,
+		MirrorTemplate:  g.mirror,
+		MirrorToken:     os.Getenv("MEMFSD_MIRROR_TOKEN"),
+		MirrorTokenFile: g.mirrorToken, // read by Validate, re-read when it changes
+		MirrorUsername:  os.Getenv("MEMFSD_MIRROR_USERNAME"),
+		AuthScheme:      g.authScheme,
+		CreateRemote:    g.createRemote,
+		Token:           os.Getenv("MEMFSD_TOKEN"),
+		TokenFile:       g.tokenFile, // read by Validate, re-read when it changes
+		Username:        os.Getenv("MEMFSD_USERNAME"),
+		AuthorName:      g.authorName,
+		AuthorEmail:     g.authorEmail,
+		NoFsync:         g.noFsync,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if g.retryInitial <= 0 || g.retryMax < g.retryInitial || g.retryBudget <= 0 {
 		return nil, fmt.Errorf("flags --retry-initial/--retry-max/--retry-budget: want 0 < initial <= max and budget > 0")

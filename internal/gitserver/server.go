@@ -32,6 +32,11 @@ var repoPath = regexp.MustCompile(`^/v1/git/([A-Za-z0-9._-]{1,128})/state\.git(/
 
 // hostPath is the layout of other git hosts: /<owner>/<name>.git, served
 // from the same repositories (the agent id is the name).
+// sharedPath is letta-code's shared repository: every agent's URL of
+// repository <name> reaches one repository, kept as "repositories.<name>"
+// (SharedRepoDir).
+var sharedPath = regexp.MustCompile(`^/v1/git/[A-Za-z0-9._-]{1,128}/repositories/([A-Za-z0-9._-]{1,64})\.git(/.*)?$`)
+
 var hostPath = regexp.MustCompile(`^/[A-Za-z0-9._-]+/([A-Za-z0-9._-]{1,128})\.git(/.*)?$`)
 
 // Server serves bare repositories under Root over smart HTTP.
@@ -41,7 +46,7 @@ type Server struct {
 	// URL is the base URL (no trailing slash), e.g. http://127.0.0.1:1234.
 	URL string
 
-	token   string
+	token   string // guarded by mu: SetToken rotates it
 	backend string
 	http    *httptest.Server
 	done    chan struct{} // closed by Close: hanging requests end
@@ -142,6 +147,14 @@ func (s *Server) Close() {
 	s.devNull.Close()
 }
 
+// SetToken changes the password the server accepts from now on (a
+// rotated credential: the old one is refused from the next request).
+func (s *Server) SetToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = token
+}
+
 // SetStrict makes the server answer 404 for repositories that do not exist
 // (as a real host does), creating one on a push when createOnPush.
 func (s *Server) SetStrict(strict, createOnPush bool) {
@@ -160,6 +173,19 @@ func (s *Server) HostURL(owner, agent string) string {
 func (s *Server) RemoteURL(agent string) string {
 	return s.URL + "/v1/git/" + agent + "/state.git"
 }
+
+// sharedPrefix names a shared repository's folder among the agents'.
+const sharedPrefix = "repositories."
+
+// SharedURL is agent's URL of shared repository name (letta-code's
+// <base>/v1/git/<agent>/repositories/<name>.git): the same repository for
+// every agent.
+func (s *Server) SharedURL(agent, name string) string {
+	return s.URL + "/v1/git/" + agent + "/repositories/" + name + ".git"
+}
+
+// SharedRepoDir is shared repository name's bare repository on disk.
+func (s *Server) SharedRepoDir(name string) string { return s.RepoDir(sharedPrefix + name) }
 
 // RepoDir is the bare repository of the agent on disk (created if missing).
 func (s *Server) RepoDir(agent string) string {
@@ -289,15 +315,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.token != "" {
+	s.mu.Lock()
+	want := s.token
+	s.mu.Unlock()
+	if want != "" {
 		_, pass, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(s.token)) != 1 {
+		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(want)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="memfsd"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 	}
 	m := repoPath.FindStringSubmatch(r.URL.Path)
+	if sm := sharedPath.FindStringSubmatch(r.URL.Path); m == nil && sm != nil {
+		m = []string{sm[0], sharedPrefix + sm[1], sm[2]}
+		r.URL.Path = "/v1/git/" + m[1] + "/state.git" + m[2] // the backend's layout
+	}
 	if m == nil {
 		if m = hostPath.FindStringSubmatch(r.URL.Path); m != nil {
 			r.URL.Path = "/v1/git/" + m[1] + "/state.git" + m[2] // the backend's layout

@@ -1,0 +1,427 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/retry"
+)
+
+// mirrorLoop copies the primary's newest tip to the agent's mirror: one
+// goroutine per agent that has a mirror, owned by the Agent (started by
+// Open or SetMirror, stopped by UnsetMirror, SetMirror or Close). Turns
+// only kick it (a non-blocking send on a channel of one), so a turn never
+// waits on the mirror, and kicks coalesce: each attempt pushes the newest
+// tip the primary has. It takes neither the sync lock nor, across the
+// network, the repository's lock (gitmem.PushMirror).
+type mirrorLoop struct {
+	a      *Agent
+	url    string
+	source string
+	kick   chan struct{}
+	reqs   chan mirrorReq
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	state    string
+	lastErr  *LastError
+	failures int           // in a row
+	pushed   plumbing.Hash // the mirror's tip after this loop's last good push
+	primary  plumbing.Hash
+	pending  int
+	lastPush time.Time
+	nextTry  time.Time
+	// behindSince is when the loop first saw the primary ahead of the
+	// mirror (zero when the mirror is level): the lag metric.
+	behindSince time.Time
+}
+
+// mirrorReq is an operator's "push now" (memfsd mirror push).
+type mirrorReq struct {
+	force bool
+	reply chan MirrorPush // buffered: the loop never blocks on it
+}
+
+// startMirror starts the mirror loop when the agent has a mirror.
+func (a *Agent) startMirror() {
+	u, source := mirrorURLOf(a.cfg, a.ID)
+	if u == "" {
+		return
+	}
+	a.mirrorMu.Lock()
+	defer a.mirrorMu.Unlock()
+	if a.mirror != nil || a.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	m := &mirrorLoop{a: a, url: u, source: source, kick: make(chan struct{}, 1), reqs: make(chan mirrorReq, 4),
+		cancel: cancel, done: make(chan struct{}), state: MirrorPending}
+	a.mirror = m
+	go m.run(ctx)
+}
+
+// stopMirror stops the mirror loop and waits for it.
+func (a *Agent) stopMirror() {
+	a.mirrorMu.Lock()
+	m := a.mirror
+	a.mirror = nil
+	a.mirrorMu.Unlock()
+	if m != nil {
+		m.cancel()
+		<-m.done
+	}
+}
+
+func (a *Agent) mirrorLoop() *mirrorLoop {
+	a.mirrorMu.Lock()
+	defer a.mirrorMu.Unlock()
+	return a.mirror
+}
+
+// kickMirror tells the mirror loop the primary may have moved (after each
+// successful sync). It never blocks.
+func (a *Agent) kickMirror() {
+	if m := a.mirrorLoop(); m != nil {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *mirrorLoop) run(ctx context.Context) {
+	defer close(m.done)
+	p := m.a.cfg.Retry
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.MaxInterval = p.Initial, p.Multiplier, p.Max
+	b.RandomizationFactor = 0.5
+	b.MaxElapsedTime = 0 // a mirror that is down is retried until it is back
+	b.Reset()
+	var timer *time.Timer
+	var retryC <-chan time.Time
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		timer, retryC = nil, nil
+	}
+	defer stopTimer()
+	var waiting []mirrorReq
+	force, manual := false, false
+	for first := true; ; first = false {
+		if !first { // the first pass catches up with what the last run left
+			if !m.wait(ctx, retryC, &waiting, &force, &manual) {
+				return
+			}
+		}
+		stopTimer()
+		e, err := m.attempt(ctx, force, manual)
+		force, manual = false, false
+		for _, w := range waiting {
+			w.reply <- e
+		}
+		waiting = nil
+		if err == nil {
+			b.Reset()
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !retryAgain(err) {
+			b.Reset() // a person acts; the next primary push tries again
+			continue
+		}
+		wait := b.NextBackOff()
+		var re *retry.Error
+		if errors.As(err, &re) && re.RetryAfter > wait {
+			wait = re.RetryAfter
+		}
+		m.mu.Lock()
+		m.nextTry = time.Now().Add(wait)
+		m.mu.Unlock()
+		timer = time.NewTimer(wait)
+		retryC = timer.C
+	}
+}
+
+// wait blocks until an attempt is due: a kick (the primary moved), the
+// retry timer, or an operator's push; false when the loop must stop.
+// While backing off, a kick only refreshes the pending count: the newer
+// tip waits for the retry, no storm on a mirror that is down.
+func (m *mirrorLoop) wait(ctx context.Context, retryC <-chan time.Time, waiting *[]mirrorReq, force, manual *bool) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-m.kick:
+			if retryC == nil {
+				return true
+			}
+			m.refresh()
+		case <-retryC:
+			return true
+		case req := <-m.reqs:
+			*waiting = append(*waiting, req)
+			*force, *manual = *force || req.force, true
+			return true
+		}
+	}
+}
+
+// refresh re-reads how far the mirror is behind (local refs only).
+func (m *mirrorLoop) refresh() {
+	repo := m.a.repository()
+	if repo == nil {
+		return
+	}
+	pos, err := repo.MirrorPosition()
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	m.primary = pos.Primary
+	if pos.Primary != m.pushed {
+		m.pending = pos.Pending
+	}
+	m.mu.Unlock()
+}
+
+// retryAgain: failures the loop retries on its own — retryable ones, and
+// a mirror that moved between its advertisement and the push (the next
+// attempt sees where it is now).
+func retryAgain(err error) bool {
+	switch retry.ClassOf(err) {
+	case retry.ClassRetryable:
+		return true
+	case retry.ClassNonFastForward:
+		return !errors.Is(err, gitmem.ErrMirrorDiverged)
+	}
+	return false
+}
+
+// attempt pushes the primary's last known tip unless this loop already
+// put it on the mirror (then no network at all; an operator's push
+// always asks the mirror).
+func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (MirrorPush, error) {
+	repo := m.a.repository()
+	if repo == nil {
+		return MirrorPush{}, nil // not cloned yet: its first sync kicks again
+	}
+	pos, err := repo.MirrorPosition()
+	if err == nil {
+		m.mu.Lock()
+		m.primary = pos.Primary
+		if pos.Primary.IsZero() || (!manual && pos.Primary == m.pushed) {
+			m.pending, m.behindSince = 0, time.Time{}
+			if m.lastErr == nil {
+				m.state = MirrorSynced
+			}
+			m.mu.Unlock()
+			return MirrorPush{}, nil
+		}
+		if m.behindSince.IsZero() {
+			m.behindSince = time.Now()
+		}
+		m.state = MirrorPushing
+		m.mu.Unlock()
+	}
+	var e MirrorPush
+	if same(m.url, m.a.remote().URL) {
+		err = &mirrorError{err: retry.Wrap("mirror "+m.a.ID, fmt.Errorf("the mirror %s is the agent's primary remote: set another (memfsd mirror set) or unset it", RedactURL(m.url))), agent: m.a.ID}
+		e = MirrorPush{At: time.Now().UTC(), Outcome: "failed", Class: string(retry.ClassOf(err)), Error: err.Error(), NextStep: retry.NextStep(err)}
+	} else {
+		p := m.a.cfg.Retry.AttemptTimeout
+		if p <= 0 {
+			p = retry.DefaultAttemptTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, p)
+		e, err = m.a.pushMirrorOnce(actx, repo, m.url, force)
+		cancel()
+	}
+	if err != nil && ctx.Err() != nil {
+		return e, err // stopping: not a mirror failure
+	}
+	m.record(repo, e, err)
+	return e, err
+}
+
+// record updates the loop's state after an attempt, tells the hooks, and
+// logs the first failure of a run and the recovery (not every retry).
+func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
+	pos, perr := repo.MirrorPosition()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if perr == nil {
+		m.primary, m.pending = pos.Primary, pos.Pending
+	}
+	m.nextTry = time.Time{}
+	if err == nil {
+		if m.failures > 0 {
+			m.a.log.Info("mirror recovered", "mirror", RedactURL(m.url), "after_failures", m.failures)
+		}
+		m.failures, m.lastErr = 0, nil
+		m.pushed = plumbing.NewHash(e.Tip)
+		m.lastPush = e.At
+		m.state = MirrorSynced
+		if m.pushed != m.primary {
+			m.state = MirrorPending // the primary moved meanwhile: kicked again
+		} else {
+			m.pending, m.behindSince = 0, time.Time{}
+		}
+		if h := m.a.Hooks.Mirrored; h != nil {
+			h(e.Outcome, retry.ClassNone)
+		}
+		return
+	}
+	m.failures++
+	class := retry.ClassOf(err)
+	m.lastErr = &LastError{Class: string(class), Message: err.Error(), At: e.At, Attempts: m.failures, NextStep: retry.NextStep(err)}
+	m.state = MirrorError
+	if retryAgain(err) {
+		m.state = MirrorRetrying
+	}
+	if m.failures == 1 {
+		m.a.log.Warn("mirror push failed; the primary has every commit", "mirror", RedactURL(m.url), "class", string(class), "err", err)
+	}
+	if h := m.a.Hooks.Mirrored; h != nil {
+		h("failed", class)
+	}
+}
+
+// status is the loop's view of the mirror.
+func (m *mirrorLoop) status() MirrorStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := MirrorStatus{URL: RedactURL(m.url), Source: m.source, State: m.state, LastPushedTip: hashString(m.pushed),
+		PrimaryTip: hashString(m.primary), Pending: m.pending}
+	if m.lastErr != nil {
+		e := *m.lastErr
+		st.LastError = &e
+	}
+	if !m.lastPush.IsZero() {
+		t := m.lastPush
+		st.LastPushAt = &t
+	}
+	if !m.nextTry.IsZero() {
+		t := m.nextTry.UTC()
+		st.NextAttemptAt = &t
+	}
+	return st
+}
+
+// Mirror is the agent's mirror as status shows it (nil when it has none);
+// withLog adds the push log.
+func (a *Agent) Mirror(withLog bool) *MirrorStatus {
+	var st MirrorStatus
+	if m := a.mirrorLoop(); m != nil {
+		st = m.status()
+		if st.LastPushedTip == "" {
+			if repo := a.repository(); repo != nil {
+				if h, err := repo.MirrorHead(); err == nil {
+					st.LastPushedTip = hashString(h)
+				}
+			}
+		}
+		if withLog {
+			st.Log = a.readMirrorRecord().Log
+		}
+	} else {
+		u, source := mirrorURLOf(a.cfg, a.ID)
+		repo := a.repository()
+		if u == "" || repo == nil {
+			return nil
+		}
+		st = a.diskMirrorStatus(repo, u, source)
+		if !withLog {
+			st.Log = nil
+		}
+	}
+	if st.Log == nil && withLog {
+		st.Log = []MirrorPush{}
+	}
+	return &st
+}
+
+// MirrorLag is how many primary commits the mirror lacks and for how long
+// it has lacked them (ok false when the agent has no mirror loop).
+func (a *Agent) MirrorLag() (pending int, lag time.Duration, ok bool) {
+	m := a.mirrorLoop()
+	if m == nil {
+		return 0, 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.behindSince.IsZero() {
+		lag = time.Since(m.behindSince)
+	}
+	return m.pending, lag, true
+}
+
+// SetMirror records the operator's mirror URL for this agent and
+// (re)starts the mirror loop, which pushes at once.
+func (a *Agent) SetMirror(raw string) error {
+	u, err := checkMirrorURL(raw)
+	if err != nil {
+		return err
+	}
+	if same(u, a.remote().URL) {
+		return fmt.Errorf("mirror url %q is agent %s's primary remote: the mirror must be another repository", RedactURL(u), a.ID)
+	}
+	if err := SetMirrorOnDisk(a.cfg, a.ID, u); err != nil {
+		return err
+	}
+	if a.Background {
+		a.stopMirror()
+		a.startMirror()
+	}
+	return nil
+}
+
+// UnsetMirror turns the agent's mirror off and stops its loop. Nothing is
+// removed from the mirror.
+func (a *Agent) UnsetMirror() error {
+	if err := UnsetMirrorOnDisk(a.cfg, a.ID); err != nil {
+		return err
+	}
+	a.stopMirror()
+	return nil
+}
+
+// PushMirrorNow asks the mirror loop for a push now (force: overwrite a
+// mirror that has commits the primary does not) and waits up to wait for
+// its outcome; finished is false when the push goes on past wait.
+func (a *Agent) PushMirrorNow(done <-chan struct{}, wait time.Duration, force bool) (e MirrorPush, finished bool, err error) {
+	m := a.mirrorLoop()
+	if m == nil {
+		return e, false, fmt.Errorf("mirror push %s: %w", a.ID, ErrNoMirror)
+	}
+	req := mirrorReq{force: force, reply: make(chan MirrorPush, 1)}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case m.reqs <- req:
+	case <-t.C:
+		return e, false, nil
+	case <-done:
+		return e, false, nil
+	}
+	select {
+	case e = <-req.reply:
+		if e.Outcome == "failed" {
+			return e, true, fmt.Errorf("mirror push %s: %s", a.ID, e.Error)
+		}
+		return e, true, nil
+	case <-t.C:
+	case <-done:
+	}
+	return e, false, nil
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/worktree"
+)
+
+// Proposal is an agent's change to a shared repository under write:
+// propose: one commit on the branch proposals/<agent>/<stamp>, on top of
+// the shared branch's remote tip, pushed to the shared remote for an
+// operator to merge with plain git. It never reaches the shared branch
+// through memfsd.
+type Proposal struct {
+	Branch string    `json:"branch"`
+	Commit string    `json:"commit"`
+	Agent  string    `json:"agent"`
+	Paths  []string  `json:"paths"`
+	At     time.Time `json:"at"`
+	Pushed bool      `json:"pushed"`
+}
+
+// proposalsFile lists the unit's proposals (newest last).
+const proposalsFile = "proposals.json"
+
+// proposalsKept bounds the proposals listed (the branches stay).
+const proposalsKept = 200
+
+// proposeCall runs agent by's write on the shared clone as a proposal:
+// the tool writes and checks as usual (paths, secrets, read-only blocks,
+// front matter: the same checks, refused the same way), then, under the
+// pipeline's lock, the written bytes are taken out of the clone (HEAD's
+// versions put back: the shared branch never sees them) and committed as
+// a proposal; the push runs after, without the lock.
+func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) {
+	repo := a.repository()
+	if repo == nil {
+		return memtool.Result{}, ErrNotReady
+	}
+	secrets := a.secretPatterns()
+	rules := a.frontMatterRules()
+	author := a.cfg.author(by)
+	var prop Proposal
+	tool := &memtool.Tool{
+		Dir:     a.Dir(),
+		Tree:    a.tree.Load(),
+		Secrets: secrets,
+		Mu:      &a.writeMu,
+		Commit: func(paths []string, message string) (string, error) {
+			files := map[string][]byte{}
+			heads := map[string][]byte{}
+			for _, p := range paths {
+				head, inHead, err := repo.HeadFile(p)
+				if err != nil {
+					return "", err
+				}
+				data, ok := a.workRead(p)
+				if ok && data == nil {
+					data = []byte{}
+				}
+				if bytes := data; ok {
+					if name, found := memtool.SecretIn(secrets, string(bytes)); found {
+						return "", fmt.Errorf("refused: %s looks like it holds a credential (%s)", p, name)
+					}
+				}
+				var headMode, mode uint32
+				if inHead {
+					headMode = uint32(filemode.Regular)
+				} else {
+					head = nil
+				}
+				if ok {
+					mode = uint32(filemode.Regular)
+				}
+				if refused := blocks.CheckAgentChange(p, head, headMode, data, mode); refused != nil {
+					return "", &blocks.RefusedError{Path: p, Err: refused}
+				}
+				if rules != nil && ok && blocks.MayBeReadOnly(p) {
+					if refused := blocks.CheckFrontMatter(head, data); refused != nil {
+						return "", &blocks.RefusedError{Path: p, Err: refused}
+					}
+				}
+				if ok {
+					files[p] = data
+				} else {
+					files[p] = nil
+				}
+				if inHead {
+					heads[p] = head
+				}
+			}
+			// The shared clone goes back to HEAD: the change lives on the
+			// proposal's branch only.
+			err := a.withTree(func(wt *worktree.Dir) error {
+				for p := range files {
+					if head, ok := heads[p]; ok {
+						if _, err := wt.WriteFile(p, head, worktree.Regular, !a.cfg.NoFsync); err != nil {
+							return err
+						}
+					} else if err := wt.Remove(p); err != nil && !os.IsNotExist(err) {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return "", fmt.Errorf("propose: put the shared clone back: %w", err)
+			}
+			base, err := repo.RemoteHead()
+			if err != nil {
+				return "", fmt.Errorf("propose: read the remote tip: %w", err)
+			}
+			now := time.Now().UTC()
+			branch := fmt.Sprintf("proposals/%s/%s-%09d", by, now.Format("20060102T150405Z"), now.Nanosecond())
+			h, err := repo.CommitOnto("refs/heads/"+branch, base, files, message, author)
+			if err != nil {
+				return "", err
+			}
+			prop = Proposal{Branch: branch, Commit: h.String(), Agent: by, At: now}
+			for p := range files {
+				prop.Paths = append(prop.Paths, p)
+			}
+			slices.Sort(prop.Paths)
+			return h.String(), nil
+		},
+	}
+	res := tool.RunCall(in)
+	if res.IsError || prop.Branch == "" {
+		return res, nil
+	}
+	err := a.pushProposal(a.ctx, &prop)
+	if rerr := a.recordProposal(prop); rerr != nil && err == nil {
+		err = rerr
+	}
+	res.Content = strings.TrimRight(res.Content, "\n") + fmt.Sprintf(
+		"\n\nThis change is a proposal: it is on branch %s of shared repository %s, not in the shared memory; an operator reviews and merges it.", prop.Branch, a.ID)
+	if err != nil {
+		res.Content += " Its push failed for now (" + string(retry.ClassOf(err)) + "); memfsd pushes it at the next turn."
+	}
+	return res, nil
+}
+
+// pushProposal pushes a proposal's branch under the retry policy.
+func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
+	repo := a.repository()
+	if repo == nil {
+		return ErrNotReady
+	}
+	_, err := retry.Do(ctx, a.cfg.Retry, "push "+p.Branch, func(ctx context.Context) error {
+		return repo.PushNewBranch(ctx, "refs/heads/"+p.Branch, plumbing.NewHash(p.Commit))
+	})
+	if err != nil && strings.Contains(err.Error(), "already exists") {
+		err = nil // pushed before, the answer lost
+	}
+	p.Pushed = err == nil
+	if err != nil {
+		a.log.Warn("pushing a proposal failed; retried at the next turn", "branch", p.Branch, "class", string(retry.ClassOf(err)), "err", err)
+	}
+	return err
+}
+
+// pushPendingProposals pushes the proposals not pushed yet (each sync).
+func (a *Agent) pushPendingProposals(ctx context.Context) {
+	for _, p := range a.Proposals() {
+		if !p.Pushed {
+			if a.pushProposal(ctx, &p) == nil {
+				_ = a.recordProposal(p)
+			}
+		}
+	}
+}
+
+// Proposals lists the unit's proposals, oldest first.
+func (a *Agent) Proposals() []Proposal {
+	var out []Proposal
+	if data, err := os.ReadFile(a.recordPath(proposalsFile)); err == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	return out
+}
+
+// recordProposal adds or updates p in the unit's record.
+func (a *Agent) recordProposal(p Proposal) error {
+	a.skipMu.Lock()
+	defer a.skipMu.Unlock()
+	list := slices.DeleteFunc(a.Proposals(), func(x Proposal) bool { return x.Branch == p.Branch })
+	list = append(list, p)
+	if len(list) > proposalsKept {
+		list = list[len(list)-proposalsKept:]
+	}
+	data, _ := json.MarshalIndent(list, "", "  ")
+	if err := writeRecord(a.recordPath(proposalsFile), data); err != nil {
+		return fmt.Errorf("record proposal %s: %w", p.Branch, err)
+	}
+	return nil
+}

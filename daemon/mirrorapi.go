@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/memfsd/memfsd/agent"
+)
+
+// DefaultMirrorPushWait is how long POST .../mirror/push waits for the
+// push by default (?wait= changes it).
+const DefaultMirrorPushWait = 30 * time.Second
+
+// mirrorRoutes: anyone on the agent's socket may read the mirror's status
+// (its URL redacted); only the operator sets, unsets or pushes it — a
+// mirror URL the agent could choose would copy its memory anywhere.
+func (d *Daemon) mirrorRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/agents/{id}/mirror", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+	}))
+}
+
+// mirrorOperatorRoutes are the operator's: PUT {"url": ...} sets the
+// agent's mirror (and pushes to it at once), DELETE turns it off, POST
+// .../mirror/push pushes now ({"force": true} overwrites a mirror that has
+// commits the primary does not).
+func (d *Daemon) mirrorOperatorRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /v1/agents/{id}/mirror", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		var body struct {
+			URL string `json:"url"`
+		}
+		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil || body.URL == "" {
+			writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror set: want {"url": "https://host/path.git"}: %v`, err))
+			return
+		}
+		if err := a.SetMirror(body.URL); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("mirror set %s: %w", a.ID, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+	}))
+	mux.HandleFunc("DELETE /v1/agents/{id}/mirror", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		if err := a.UnsetMirror(); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Errorf("mirror unset %s: %w", a.ID, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+	}))
+	mux.HandleFunc("POST /v1/agents/{id}/mirror/push", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		var body struct {
+			Force bool `json:"force"`
+		}
+		if r.ContentLength != 0 {
+			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+				writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror push: want no body or {"force": true}: %w`, err))
+				return
+			}
+		}
+		wait, err := waitParam(r, DefaultMirrorPushWait)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		extendWrite(w, wait)
+		e, finished, err := a.PushMirrorNow(r.Context().Done(), wait, body.Force)
+		switch {
+		case errors.Is(err, agent.ErrNoMirror):
+			writeError(w, http.StatusConflict, err)
+			return
+		case !finished:
+			writeJSON(w, http.StatusAccepted, map[string]any{"finished": false, "mirror": a.Mirror(false)})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"finished": true, "push": e, "mirror": a.Mirror(false)})
+	}))
+}

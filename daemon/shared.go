@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/retry"
+)
+
+// sharedUnits are the daemon's shared repositories: one unit (one clone,
+// one pipeline, one sync loop) per name, however many agents are attached.
+type sharedUnits struct {
+	mu       sync.Mutex
+	units    map[string]*agent.Agent                // name → its unit
+	attached map[string]map[string]agent.Attachment // agent id → name → attachment
+}
+
+func (s *sharedUnits) unit(name string) *agent.Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.units[name]
+}
+
+// all lists the units, by name.
+func (s *sharedUnits) all() []*agent.Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*agent.Agent, 0, len(s.units))
+	for _, u := range s.units {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(x, y *agent.Agent) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+// attachment is agent id's attachment of name and its unit.
+func (s *sharedUnits) attachment(id, name string) (*agent.Agent, agent.Attachment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.attached[id][name]
+	if !ok || s.units[name] == nil {
+		return nil, at, false
+	}
+	return s.units[name], at, true
+}
+
+// of lists agent id's attachments with their units, by name.
+func (s *sharedUnits) of(id string) ([]agent.Attachment, []*agent.Agent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ats []agent.Attachment
+	for _, at := range s.attached[id] {
+		ats = append(ats, at)
+	}
+	slices.SortFunc(ats, func(x, y agent.Attachment) int { return strings.Compare(x.Name, y.Name) })
+	units := make([]*agent.Agent, len(ats))
+	for i, at := range ats {
+		units[i] = s.units[at.Name]
+	}
+	return ats, units
+}
+
+// attachRecorded attaches what agent a's records list (at start-up and
+// when the agent starts being managed).
+func (d *Daemon) attachRecorded(a *agent.Agent) {
+	list, err := agent.ReadAttachments(d.cfg, a.ID)
+	if err != nil {
+		d.log.Error("reading shared attachments failed; the agent runs without them", "agent", a.ID, "err", err)
+		return
+	}
+	for _, at := range list {
+		if err := d.attachShared(a, at); err != nil {
+			d.log.Error("attaching a shared repository failed", "agent", a.ID, "shared", at.Name, "err", err)
+		}
+	}
+}
+
+// attachShared serves attachment at of agent a: the repository's unit is
+// opened the first time any agent attaches it (cloned in its own sync
+// loop, like an agent's memory).
+func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
+	s := &d.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.units == nil {
+		s.units, s.attached = map[string]*agent.Agent{}, map[string]map[string]agent.Attachment{}
+	}
+	if s.units[at.Name] == nil {
+		u, err := agent.NewShared(d.cfg, at.Name, at.RemoteURL)
+		if err != nil {
+			return err
+		}
+		u.Background = true
+		u.Debounce, u.PullInterval = d.Debounce, d.PullInterval
+		u.StartSlots, u.ScanSlots = d.startSlot, d.scanSlot
+		u.Hooks = agent.Hooks{
+			Committed: func(n int) { d.metrics.commits.Add(float64(n)) },
+			Pulled:    func() { d.metrics.pulls.Inc() },
+			Failed:    func(c retry.Class) { d.metrics.errors.WithLabelValues(string(c)).Inc() },
+		}
+		if err := u.Open(d.ctx); err != nil {
+			return err
+		}
+		s.units[at.Name] = u
+	}
+	if s.attached[a.ID] == nil {
+		s.attached[a.ID] = map[string]agent.Attachment{}
+	}
+	s.attached[a.ID][at.Name] = at
+	return nil
+}
+
+// detachShared stops serving a's attachment of name. The unit runs on
+// until shutdown (another agent may attach it again).
+func (d *Daemon) detachShared(a *agent.Agent, name string) {
+	s := &d.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.attached[a.ID], name)
+}
+
+// renderShared is agent id's shared repositories as its context shows them.
+func (d *Daemon) renderShared(id string) string {
+	ats, units := d.shared.of(id)
+	var b strings.Builder
+	for i, at := range ats {
+		if units[i] == nil {
+			continue
+		}
+		text, err := units[i].SharedContext(at.Write, d.cfg.ViewDir(id, at.Name))
+		if err != nil {
+			text = "\n<shared_memory name=\"" + at.Name + "\">not available yet: " + err.Error() + "</shared_memory>"
+		}
+		b.WriteString(text)
+	}
+	return b.String()
+}
+
+// turnAnswer is a turn's answer: the agent's own sync, and each attached
+// shared repository's.
+type turnAnswer struct {
+	agent.TurnResult
+	Shared map[string]agent.TurnResult `json:"shared,omitempty"`
+}
+
+// turn syncs agent a and its shared repositories (their units' turns run
+// beside the agent's; turns of several agents on one unit share a sync).
+func (d *Daemon) turn(done <-chan struct{}, a *agent.Agent, wait time.Duration) turnAnswer {
+	ats, units := d.shared.of(a.ID)
+	results := make([]agent.TurnResult, len(units))
+	var wg sync.WaitGroup
+	for i, u := range units {
+		if u == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = u.Turn(done, wait)
+		}()
+	}
+	out := turnAnswer{TurnResult: a.Turn(done, wait)}
+	wg.Wait()
+	for i, at := range ats {
+		if units[i] == nil {
+			continue
+		}
+		if out.Shared == nil {
+			out.Shared = map[string]agent.TurnResult{}
+		}
+		out.Shared[at.Name] = results[i]
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package gitmem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/memfsd/memfsd/gitstore"
+)
+
+// mirrorRefPrefix holds, per branch, the tip memfsd last pushed to the
+// mirror remote (refs/memfsd/mirror/main): the base of the next push's pack.
+const mirrorRefPrefix = "refs/memfsd/mirror/"
+
+// ErrMirrorDiverged: the mirror has commits the primary does not (someone
+// pushed there, or memfsd's record of what it put there is gone). memfsd
+// does not overwrite them unless told to (MirrorOptions.Force). It is a
+// non-fast-forward for the error classes.
+var ErrMirrorDiverged = fmt.Errorf("%w: the mirror has commits the primary does not", ErrNonFastForward)
+
+// MirrorOptions adjust a mirror push.
+type MirrorOptions struct {
+	// Ours is the mirror tip memfsd last put there, as the caller recorded
+	// it somewhere the agent cannot write (not the mirror ref: .git is in
+	// the agent's reach); zero = unknown. A mirror standing at Ours holds
+	// only what memfsd pushed, so when the primary's history was replaced
+	// the mirror follows it.
+	Ours plumbing.Hash
+	// Force overwrites a mirror that has commits the primary does not.
+	Force bool
+}
+
+// MirrorResult says what a mirror push did.
+type MirrorResult struct {
+	Tip     plumbing.Hash // the primary's tip, now the mirror's (zero: the primary has no commit yet)
+	From    plumbing.Hash // the mirror's tip before (zero: empty)
+	Commits int           // commits sent
+	Objects int
+	// Replaced: the mirror's branch did not lead to Tip and was moved
+	// anyway (the primary's history was replaced, or Force).
+	Replaced bool
+}
+
+// MirrorPosition is how far the mirror is behind the primary, as far as
+// this repository knows (the tracking ref against the mirror ref).
+type MirrorPosition struct {
+	Primary plumbing.Hash // last known tip of the primary's branch
+	Mirror  plumbing.Hash // tip last pushed to the mirror
+	Pending int           // commits of Primary the mirror does not have
+}
+
+func (r *Repo) mirrorRef() string { return mirrorRefPrefix + r.opts.Branch }
+
+// MirrorHead is the tip last pushed to the mirror (zero when never).
+func (r *Repo) MirrorHead() (plumbing.Hash, error) {
+	return gitstore.ReadRef(r.GitDir, r.mirrorRef())
+}
+
+// MirrorPosition compares the primary's last known tip with the mirror's.
+func (r *Repo) MirrorPosition() (MirrorPosition, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	var p MirrorPosition
+	var err error
+	if p.Primary, err = r.RemoteHead(); err != nil {
+		return p, fmt.Errorf("mirror position: %w", err)
+	}
+	if p.Mirror, err = r.MirrorHead(); err != nil {
+		return p, fmt.Errorf("mirror position: %w", err)
+	}
+	if !p.Mirror.IsZero() && !r.objs.Has(p.Mirror) {
+		p.Mirror = plumbing.ZeroHash // gone from our store: count everything
+	}
+	if _, p.Pending, _, err = r.aheadBehind(p.Primary, p.Mirror); err != nil {
+		return p, fmt.Errorf("mirror position: %w", err)
+	}
+	return p, nil
+}
+
+// PushMirror makes the mirror's branch equal the primary's last known tip
+// (the remote-tracking ref, never the local branch: only what reached the
+// primary is mirrored). Nothing is fetched from the mirror. It reads the
+// mirror's tip from its ref advertisement, packs only the commits the
+// mirror lacks (their tree diffs), and moves the mirror's branch by
+// compare-and-swap from the tip it advertised; then remembers the new tip
+// under refs/memfsd/mirror/<branch>. A mirror that does not lead to the
+// tip is overwritten only when it stands where memfsd left it (opts.Ours)
+// or with opts.Force; otherwise ErrMirrorDiverged. The
+// network steps run without the repository's lock, and it never takes the
+// sync lock: a slow mirror holds up neither writes nor the primary's syncs.
+// Callers run one PushMirror per repository at a time.
+func (r *Repo) PushMirror(ctx context.Context, m Remote, opts MirrorOptions) (MirrorResult, error) {
+	res, err := r.pushMirror(ctx, m, opts)
+	if err != nil {
+		return res, fmt.Errorf("push mirror: %w", err)
+	}
+	return res, nil
+}
+
+func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (MirrorResult, error) {
+	var res MirrorResult
+	r.mu.Lock()
+	tip, err := r.RemoteHead()
+	r.unlock()
+	if err != nil || tip.IsZero() {
+		return res, err
+	}
+	res.Tip = tip
+	s, err := remoteSession(m, true)
+	if err != nil {
+		return res, err
+	}
+	sess := s.(transport.ReceivePackSession)
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return res, err
+	}
+	caps := capability.NewList()
+	if ar != nil {
+		caps = ar.Capabilities
+		refs, err := ar.AllReferences()
+		if err != nil {
+			return res, err
+		}
+		if ref, ok := refs[plumbing.ReferenceName(r.branchRef())]; ok {
+			res.From = ref.Hash()
+		}
+	}
+	r.mu.Lock()
+	plan, err := r.planMirror(tip, res.From, opts)
+	r.unlock()
+	if err != nil {
+		return res, err
+	}
+	res.Replaced = plan.replaced
+	if res.From != tip {
+		req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
+		// Without report-status a refused update comes back as success.
+		if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
+			return res, err
+		}
+		req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: res.From, New: tip}}
+		req.Packfile = io.NopCloser(bytes.NewReader(plan.pack))
+		rs, err := sess.ReceivePack(ctx, req)
+		if rs != nil {
+			if rerr := rs.Error(); rerr != nil {
+				return res, &refusedError{err: rerr}
+			}
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Commits, res.Objects = len(plan.commits), plan.objects
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	return res, gitstore.SetRef(r.GitDir, r.mirrorRef(), tip, r.opts.LockWait, r.spares)
+}
+
+// mirrorPlan is what a mirror push sends, prepared under r.mu.
+type mirrorPlan struct {
+	commits  []plumbing.Hash
+	pack     []byte
+	objects  int
+	replaced bool
+}
+
+// planMirror decides how the mirror at from reaches tip and packs what it
+// lacks (under r.mu): a fast-forward sends the commits since from; a
+// mirror memfsd may overwrite gets the commits since the histories met (or
+// the whole history when they never did: the cost of a replaced history).
+func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPlan, error) {
+	var p mirrorPlan
+	if from == tip {
+		return p, nil
+	}
+	stop := from // objects reachable from stop are on the mirror
+	if !from.IsZero() {
+		rel, base := Unrelated, plumbing.ZeroHash
+		if r.objs.Has(from) {
+			var err error
+			if rel, base, err = r.relateBase(tip, from); err != nil {
+				return p, err
+			}
+		}
+		if rel != Ahead {
+			if (opts.Ours.IsZero() || from != opts.Ours) && !opts.Force {
+				return p, fmt.Errorf("%w: its %s is at %s, the primary's at %s (%s)", ErrMirrorDiverged, r.opts.Branch, gitstore.Short(from), gitstore.Short(tip), rel)
+			}
+			p.replaced = true
+			stop = base // Behind: base is tip itself; Unrelated or unknown: zero
+		}
+	}
+	if stop != tip { // stop == tip: a mirror ahead on the same line, nothing to send
+		w := newWalker(r.objs, tip)
+		if !stop.IsZero() {
+			w.seen[stop] = true
+		}
+		for !w.done() {
+			if _, err := w.step(); err != nil {
+				return p, err
+			}
+		}
+		p.commits = slices.Clone(w.order)
+		slices.Reverse(p.commits)
+	}
+	var err error
+	p.pack, p.objects, err = r.buildPack(p.commits)
+	return p, err
+}
+
+// remoteSession opens a receive-pack (or upload-pack) session with m.
+func remoteSession(m Remote, receive bool) (transport.Session, error) {
+	ep, err := transport.NewEndpoint(m.URL)
+	if err != nil {
+		return nil, fmt.Errorf("remote url: %w", err)
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	if receive {
+		return cl.NewReceivePackSession(ep, m.Auth)
+	}
+	return cl.NewUploadPackSession(ep, m.Auth)
+}
