@@ -74,6 +74,8 @@ type Agent struct {
 	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
+	// views are the attached agents' views of a shared unit (shared_view.go).
+	views *viewSet
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -176,6 +178,10 @@ func (a *Agent) Open(ctx context.Context) error {
 	go a.commitLoop()
 	go a.syncLoop()
 	go a.repackLoop()
+	if a.shared {
+		a.wg.Add(1)
+		go a.viewLoop()
+	}
 	return nil
 }
 
@@ -185,6 +191,7 @@ func (a *Agent) Open(ctx context.Context) error {
 func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
+	a.closeViews()
 	if a.flushTimer != nil {
 		a.flushTimer.Stop()
 	}
@@ -228,6 +235,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 	if a.OnReady != nil {
 		a.OnReady()
 	}
+	a.kickViews()
 }
 
 func (a *Agent) repoOptions() gitmem.Options {

@@ -125,6 +125,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	a.mu.Unlock()
 	if a.shared {
 		a.pushPendingProposals(ctx)
+		a.kickViews() // the views get what the sync brought
 	}
 	// Backup refs older than 30 days go (the newest 10 stay): at start-up,
 	// in a one-shot sync, and when this sync made one.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -16,6 +17,7 @@ type sharedUnits struct {
 	mu       sync.Mutex
 	units    map[string]*agent.Agent                // name → its unit
 	attached map[string]map[string]agent.Attachment // agent id → name → attachment
+	watches  map[string]map[string]*viewWatch       // agent id → name → its view's watch
 }
 
 func (s *sharedUnits) unit(name string) *agent.Agent {
@@ -87,6 +89,7 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 	defer s.mu.Unlock()
 	if s.units == nil {
 		s.units, s.attached = map[string]*agent.Agent{}, map[string]map[string]agent.Attachment{}
+		s.watches = map[string]map[string]*viewWatch{}
 	}
 	if s.units[at.Name] == nil {
 		u, err := agent.NewShared(d.cfg, at.Name, at.RemoteURL)
@@ -108,18 +111,50 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 	}
 	if s.attached[a.ID] == nil {
 		s.attached[a.ID] = map[string]agent.Attachment{}
+		s.watches[a.ID] = map[string]*viewWatch{}
 	}
 	s.attached[a.ID][at.Name] = at
+	// The agent's view folder: made, copied into and watched.
+	u := s.units[at.Name]
+	if err := u.AttachView(a.ID, at.Write); err != nil {
+		return err
+	}
+	if s.watches[a.ID][at.Name] == nil && d.watcher != nil {
+		vw := &viewWatch{unit: u, id: a.ID}
+		s.watches[a.ID][at.Name] = vw
+		d.watcher.add(vw, d.cfg.ViewDir(a.ID, at.Name))
+	}
 	return nil
 }
 
-// detachShared stops serving a's attachment of name. The unit runs on
-// until shutdown (another agent may attach it again).
+// detachShared stops serving a's attachment of name: its view is no
+// longer watched or copied into (the folder stays).
 func (d *Daemon) detachShared(a *agent.Agent, name string) {
 	s := &d.shared
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.attached[a.ID], name)
+	if vw := s.watches[a.ID][name]; vw != nil {
+		delete(s.watches[a.ID], name)
+		if d.watcher != nil {
+			d.watcher.remove(vw)
+		}
+	}
+	if u := s.units[name]; u != nil {
+		u.DetachView(a.ID)
+	}
+}
+
+// sharedReminders are agent id's reminders about its views.
+func (d *Daemon) sharedReminders(id string) []reminders.Reminder {
+	_, units := d.shared.of(id)
+	var out []reminders.Reminder
+	for _, u := range units {
+		if u != nil {
+			out = append(out, u.ViewReminders(id)...)
+		}
+	}
+	return out
 }
 
 // renderShared is agent id's shared repositories as its context shows them.

@@ -64,7 +64,9 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 	}
-	if err := r.objs.syncAll(); err != nil {
+	// Staged objects reach the disk only by a flush: the ref must not
+	// point at a commit that lives in memory (syncAll alone left it so).
+	if err := r.objs.flush(true); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 	}
 	if err := setRef(r.GitDir, ref, h, r.opts.LockWait, r.spares); err != nil {
