@@ -33,11 +33,19 @@ func seedShared(t *testing.T, srv *gitserver.Server, name string, files map[stri
 // shell runs script with bash in dir, as the agent's shell does.
 func shell(t *testing.T, dir, script string) {
 	t.Helper()
+	if err := shellTry(dir, script); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shellTry is shell for goroutines other than the test's.
+func shellTry(dir, script string) error {
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("bash %q: %v\n%s", script, err, out)
+		return fmt.Errorf("bash %q: %v\n%s", script, err, out)
 	}
+	return nil
 }
 
 func readView(home, id, name, p string) string {
