@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -226,3 +228,37 @@ func (a *Agent) recordProposal(p Proposal) error {
 	}
 	return nil
 }
+
+// PendingProposals are agent by's proposals an operator has not merged:
+// some path of the proposal differs between its commit and the shared
+// branch (newest last, at most proposalsShown).
+func (a *Agent) PendingProposals(by string) []Proposal {
+	repo := a.repository()
+	if repo == nil {
+		return nil
+	}
+	var out []Proposal
+	for _, p := range a.Proposals() {
+		if p.Agent != by {
+			continue
+		}
+		for _, path := range p.Paths {
+			theirs, inHead, err := repo.HeadFile(path)
+			mine, merr := repo.FileAt(path, p.Commit)
+			if err != nil || (merr != nil && !errors.Is(merr, gitmem.ErrNotInRevision)) {
+				continue
+			}
+			if inHead != (merr == nil) || (inHead && !bytes.Equal(theirs, mine.Data)) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	if len(out) > proposalsShown {
+		out = out[len(out)-proposalsShown:]
+	}
+	return out
+}
+
+// proposalsShown bounds the pending proposals told and listed.
+const proposalsShown = 20

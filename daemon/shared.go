@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -128,11 +129,12 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 }
 
 // detachShared stops serving a's attachment of name: its view is no
-// longer watched or copied into (the folder stays).
+// longer watched or copied into (the folder stays). The last attachment
+// of name going stops its unit (pending commits pushed once, bounded by
+// DefaultShutdownTimeout; the clone stays for a later attach).
 func (d *Daemon) detachShared(a *agent.Agent, name string) {
 	s := &d.shared
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.attached[a.ID], name)
 	if vw := s.watches[a.ID][name]; vw != nil {
 		delete(s.watches[a.ID], name)
@@ -140,18 +142,44 @@ func (d *Daemon) detachShared(a *agent.Agent, name string) {
 			d.watcher.remove(vw)
 		}
 	}
-	if u := s.units[name]; u != nil {
+	u := s.units[name]
+	if u != nil {
 		u.DetachView(a.ID)
+	}
+	last := u != nil
+	for _, ats := range s.attached {
+		if _, ok := ats[name]; ok {
+			last = false
+		}
+	}
+	if last {
+		delete(s.units, name)
+	}
+	s.mu.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(d.ctx, DefaultShutdownTimeout)
+		defer cancel()
+		if err := u.Close(ctx); err != nil {
+			d.log.Warn("stopping a detached shared repository: its final push failed; the commits stay in its clone for a later attach", "shared", name, "err", err)
+		}
 	}
 }
 
 // sharedReminders are agent id's reminders about its views.
 func (d *Daemon) sharedReminders(id string) []reminders.Reminder {
-	_, units := d.shared.of(id)
+	ats, units := d.shared.of(id)
 	var out []reminders.Reminder
-	for _, u := range units {
-		if u != nil {
-			out = append(out, u.ViewReminders(id)...)
+	for i, u := range units {
+		if u == nil {
+			continue
+		}
+		out = append(out, u.ViewReminders(id)...)
+		if ats[i].Write == agent.WritePropose {
+			var pending []reminders.PendingProposal
+			for _, p := range u.PendingProposals(id) {
+				pending = append(pending, reminders.PendingProposal{Branch: p.Branch, Paths: p.Paths})
+			}
+			out = append(out, reminders.Proposals(u.ID, pending)...)
 		}
 	}
 	return out

@@ -52,3 +52,27 @@ func Shared(name, folder string, notes []SharedNote) []Reminder {
 	}
 	return out
 }
+
+// KindProposal: the agent's changes to a shared repository it may only
+// propose to wait on an operator.
+const KindProposal = "proposal"
+
+// PendingProposal is one of the agent's proposals not merged yet.
+type PendingProposal struct {
+	Branch string   `json:"branch"`
+	Paths  []string `json:"paths"`
+}
+
+// Proposals is the reminder of the agent's pending proposals to shared
+// repository name (none when there are none).
+func Proposals(name string, pending []PendingProposal) []Reminder {
+	if len(pending) == 0 {
+		return nil
+	}
+	items := listEach(len(pending), 5, func(i int) string {
+		return fmt.Sprintf("%s (%s)", pending[i].Branch, strings.Join(pending[i].Paths, ", "))
+	})
+	return []Reminder{{Kind: KindProposal, Text: fmt.Sprintf(
+		"Your changes to shared repository %s are proposals, not the shared memory: %s. An operator reviews and merges them; until then other agents do not see them. Do not write them again.",
+		name, items)}}
+}

@@ -253,6 +253,14 @@ func TestShared_ProposeOnBranchesOnly(t *testing.T) {
 	if code, _ := p.get("/v1/agents/w2/shared", &listed); code != 200 || !strings.Contains(toJSON(raw), "proposals/w2/") {
 		t.Fatalf("w2's listing does not show its proposals: %s", toJSON(raw))
 	}
+	// The agent is told at its next turn; the listing shows them pending.
+	var rem map[string]any
+	if code, _ := p.get("/v1/agents/w2/reminders", &rem); code != 200 || !strings.Contains(toJSON(rem), `"kind":"proposal"`) || !strings.Contains(toJSON(rem), "proposals/w2/") {
+		t.Fatalf("w2's reminders lack its proposals: %s", toJSON(rem))
+	}
+	if !strings.Contains(toJSON(raw), "pending_proposals") {
+		t.Fatalf("w2's listing shows no pending proposals: %s", toJSON(raw))
+	}
 	// The operator merges with plain git; the agents see it at the next turn.
 	peer := filepath.Join(t.TempDir(), "c")
 	git(t, filepath.Dir(peer), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), peer)
@@ -264,6 +272,12 @@ func TestShared_ProposeOnBranchesOnly(t *testing.T) {
 	waitFor(t, 10*time.Second, "merged proposal in the shared clone", func() bool {
 		data, _ := os.ReadFile(filepath.Join(home, "shared", "team", "memory", "plan.md"))
 		return string(data) == "step one\nstep two\n"
+	})
+	waitFor(t, 10*time.Second, "no pending proposal once merged", func() bool {
+		var rem, list map[string]any
+		p.get("/v1/agents/w2/reminders", &rem)
+		p.get("/v1/agents/w2/shared", &list)
+		return !strings.Contains(toJSON(rem), `"kind":"proposal"`) && !strings.Contains(toJSON(list), "pending_proposals")
 	})
 	git(t, bare, "fsck", "--strict")
 }
