@@ -77,6 +77,8 @@ type Agent struct {
 	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
+	// views are the attached agents' views of a shared unit (shared_view.go).
+	views *viewSet
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -184,6 +186,10 @@ func (a *Agent) Open(ctx context.Context) error {
 	go a.syncLoop()
 	go a.repackLoop()
 	a.startMirror()
+	if a.shared {
+		a.wg.Add(1)
+		go a.viewLoop()
+	}
 	return nil
 }
 
@@ -194,6 +200,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
 	a.stopMirror() // the mirror catches up at the next start (never delays shutdown)
+	a.closeViews()
 	if a.flushTimer != nil {
 		a.flushTimer.Stop()
 	}
@@ -237,6 +244,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 	if a.OnReady != nil {
 		a.OnReady()
 	}
+	a.kickViews()
 }
 
 func (a *Agent) repoOptions() gitmem.Options {

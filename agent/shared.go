@@ -34,6 +34,7 @@ func NewShared(cfg *Config, name, remoteURL string) (*Agent, error) {
 	}
 	a.folder = cfg.SharedDir(name)
 	a.shared = true
+	a.views = newViewSet()
 	a.remoteOverride = remoteURL
 	a.log = cfg.Logger.With("shared", name)
 	return a, nil
@@ -82,7 +83,11 @@ func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memto
 	if err != nil {
 		return memtool.Result{}, err
 	}
-	return tool.RunCall(in), nil
+	res := tool.RunCall(in)
+	if in.Writes() && !res.IsError {
+		a.kickViews() // the views get the new tip
+	}
+	return res, nil
 }
 
 // SharedContext is the shared repository as an attached agent's prompt

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/worktree"
@@ -51,7 +54,6 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 	}
 	secrets := a.secretPatterns()
 	rules := a.frontMatterRules()
-	author := a.cfg.author(by)
 	var prop Proposal
 	tool := &memtool.Tool{
 		Dir:     a.Dir(),
@@ -70,27 +72,8 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 				if ok && data == nil {
 					data = []byte{}
 				}
-				if bytes := data; ok {
-					if name, found := memtool.SecretIn(secrets, string(bytes)); found {
-						return "", fmt.Errorf("refused: %s looks like it holds a credential (%s)", p, name)
-					}
-				}
-				var headMode, mode uint32
-				if inHead {
-					headMode = uint32(filemode.Regular)
-				} else {
-					head = nil
-				}
-				if ok {
-					mode = uint32(filemode.Regular)
-				}
-				if refused := blocks.CheckAgentChange(p, head, headMode, data, mode); refused != nil {
-					return "", &blocks.RefusedError{Path: p, Err: refused}
-				}
-				if rules != nil && ok && blocks.MayBeReadOnly(p) {
-					if refused := blocks.CheckFrontMatter(head, data); refused != nil {
-						return "", &blocks.RefusedError{Path: p, Err: refused}
-					}
+				if err := a.checkProposed(p, head, inHead, data, ok, secrets, rules); err != nil {
+					return "", err
 				}
 				if ok {
 					files[p] = data
@@ -118,22 +101,10 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 			if err != nil {
 				return "", fmt.Errorf("propose: put the shared clone back: %w", err)
 			}
-			base, err := repo.RemoteHead()
-			if err != nil {
-				return "", fmt.Errorf("propose: read the remote tip: %w", err)
-			}
-			now := time.Now().UTC()
-			branch := fmt.Sprintf("proposals/%s/%s-%09d", by, now.Format("20060102T150405Z"), now.Nanosecond())
-			h, err := repo.CommitOnto("refs/heads/"+branch, base, files, message, author)
-			if err != nil {
+			if prop, err = a.commitProposal(repo, by, files, message); err != nil {
 				return "", err
 			}
-			prop = Proposal{Branch: branch, Commit: h.String(), Agent: by, At: now}
-			for p := range files {
-				prop.Paths = append(prop.Paths, p)
-			}
-			slices.Sort(prop.Paths)
-			return h.String(), nil
+			return prop.Commit, nil
 		},
 	}
 	res := tool.RunCall(in)
@@ -150,6 +121,57 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 		res.Content += " Its push failed for now (" + string(retry.ClassOf(err)) + "); memfsd pushes it at the next turn."
 	}
 	return res, nil
+}
+
+// checkProposed judges a proposed version of p (present false: a
+// deletion) against HEAD's (inHead false: none) as any write is judged:
+// credentials, read-only blocks, front matter.
+func (a *Agent) checkProposed(p string, head []byte, inHead bool, data []byte, present bool, secrets []memtool.SecretPattern, rules func(string) bool) error {
+	if present {
+		if name, found := memtool.SecretIn(secrets, string(data)); found {
+			return fmt.Errorf("refused: %s looks like it holds a credential (%s)", p, name)
+		}
+	}
+	var headMode, mode uint32
+	if inHead {
+		headMode = uint32(filemode.Regular)
+	} else {
+		head = nil
+	}
+	if present {
+		mode = uint32(filemode.Regular)
+	}
+	if refused := blocks.CheckAgentChange(p, head, headMode, data, mode); refused != nil {
+		return &blocks.RefusedError{Path: p, Err: refused}
+	}
+	if rules != nil && present && blocks.MayBeReadOnly(p) {
+		if refused := blocks.CheckFrontMatter(head, data); refused != nil {
+			return &blocks.RefusedError{Path: p, Err: refused}
+		}
+	}
+	return nil
+}
+
+// commitProposal commits files (path → content, nil deletes) by agent by
+// on top of the shared branch's remote tip, on a new branch
+// proposals/<by>/<UTC stamp>-<ns>; the push is the caller's.
+func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]byte, message string) (Proposal, error) {
+	base, err := repo.RemoteHead()
+	if err != nil {
+		return Proposal{}, fmt.Errorf("propose: read the remote tip: %w", err)
+	}
+	now := time.Now().UTC()
+	branch := fmt.Sprintf("proposals/%s/%s-%09d", by, now.Format("20060102T150405Z"), now.Nanosecond())
+	h, err := repo.CommitOnto("refs/heads/"+branch, base, files, message, a.cfg.author(by))
+	if err != nil {
+		return Proposal{}, err
+	}
+	prop := Proposal{Branch: branch, Commit: h.String(), Agent: by, At: now}
+	for p := range files {
+		prop.Paths = append(prop.Paths, p)
+	}
+	slices.Sort(prop.Paths)
+	return prop, nil
 }
 
 // pushProposal pushes a proposal's branch under the retry policy.
@@ -206,3 +228,37 @@ func (a *Agent) recordProposal(p Proposal) error {
 	}
 	return nil
 }
+
+// PendingProposals are agent by's proposals an operator has not merged:
+// some path of the proposal differs between its commit and the shared
+// branch (newest last, at most proposalsShown).
+func (a *Agent) PendingProposals(by string) []Proposal {
+	repo := a.repository()
+	if repo == nil {
+		return nil
+	}
+	var out []Proposal
+	for _, p := range a.Proposals() {
+		if p.Agent != by {
+			continue
+		}
+		for _, path := range p.Paths {
+			theirs, inHead, err := repo.HeadFile(path)
+			mine, merr := repo.FileAt(path, p.Commit)
+			if err != nil || (merr != nil && !errors.Is(merr, gitmem.ErrNotInRevision)) {
+				continue
+			}
+			if inHead != (merr == nil) || (inHead && !bytes.Equal(theirs, mine.Data)) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	if len(out) > proposalsShown {
+		out = out[len(out)-proposalsShown:]
+	}
+	return out
+}
+
+// proposalsShown bounds the pending proposals told and listed.
+const proposalsShown = 20

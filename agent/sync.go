@@ -125,6 +125,7 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	a.mu.Unlock()
 	if a.shared {
 		a.pushPendingProposals(ctx)
+		a.kickViews() // the views get what the sync brought
 	}
 	a.kickMirror() // the primary may have moved: the mirror follows, not in this turn
 	// Backup refs older than 30 days go (the newest 10 stay): at start-up,

@@ -79,7 +79,7 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, c)
 	}))
 	mux.HandleFunc("GET /v1/agents/{id}/reminders", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
-		rs := a.Reminders()
+		rs := append(a.Reminders(), d.sharedReminders(a.ID)...)
 		writeJSON(w, http.StatusOK, map[string]any{"reminders": rs, "text": reminders.Text(rs)})
 	}))
 }

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -16,6 +18,7 @@ type sharedUnits struct {
 	mu       sync.Mutex
 	units    map[string]*agent.Agent                // name → its unit
 	attached map[string]map[string]agent.Attachment // agent id → name → attachment
+	watches  map[string]map[string]*viewWatch       // agent id → name → its view's watch
 }
 
 func (s *sharedUnits) unit(name string) *agent.Agent {
@@ -87,6 +90,7 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 	defer s.mu.Unlock()
 	if s.units == nil {
 		s.units, s.attached = map[string]*agent.Agent{}, map[string]map[string]agent.Attachment{}
+		s.watches = map[string]map[string]*viewWatch{}
 	}
 	if s.units[at.Name] == nil {
 		u, err := agent.NewShared(d.cfg, at.Name, at.RemoteURL)
@@ -108,18 +112,77 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 	}
 	if s.attached[a.ID] == nil {
 		s.attached[a.ID] = map[string]agent.Attachment{}
+		s.watches[a.ID] = map[string]*viewWatch{}
 	}
 	s.attached[a.ID][at.Name] = at
+	// The agent's view folder: made, copied into and watched.
+	u := s.units[at.Name]
+	if err := u.AttachView(a.ID, at.Write); err != nil {
+		return err
+	}
+	if s.watches[a.ID][at.Name] == nil && d.watcher != nil {
+		vw := &viewWatch{unit: u, id: a.ID}
+		s.watches[a.ID][at.Name] = vw
+		d.watcher.add(vw, d.cfg.ViewDir(a.ID, at.Name))
+	}
 	return nil
 }
 
-// detachShared stops serving a's attachment of name. The unit runs on
-// until shutdown (another agent may attach it again).
+// detachShared stops serving a's attachment of name: its view is no
+// longer watched or copied into (the folder stays). The last attachment
+// of name going stops its unit (pending commits pushed once, bounded by
+// DefaultShutdownTimeout; the clone stays for a later attach).
 func (d *Daemon) detachShared(a *agent.Agent, name string) {
 	s := &d.shared
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.attached[a.ID], name)
+	if vw := s.watches[a.ID][name]; vw != nil {
+		delete(s.watches[a.ID], name)
+		if d.watcher != nil {
+			d.watcher.remove(vw)
+		}
+	}
+	u := s.units[name]
+	if u != nil {
+		u.DetachView(a.ID)
+	}
+	last := u != nil
+	for _, ats := range s.attached {
+		if _, ok := ats[name]; ok {
+			last = false
+		}
+	}
+	if last {
+		delete(s.units, name)
+	}
+	s.mu.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(d.ctx, DefaultShutdownTimeout)
+		defer cancel()
+		if err := u.Close(ctx); err != nil {
+			d.log.Warn("stopping a detached shared repository: its final push failed; the commits stay in its clone for a later attach", "shared", name, "err", err)
+		}
+	}
+}
+
+// sharedReminders are agent id's reminders about its views.
+func (d *Daemon) sharedReminders(id string) []reminders.Reminder {
+	ats, units := d.shared.of(id)
+	var out []reminders.Reminder
+	for i, u := range units {
+		if u == nil {
+			continue
+		}
+		out = append(out, u.ViewReminders(id)...)
+		if ats[i].Write == agent.WritePropose {
+			var pending []reminders.PendingProposal
+			for _, p := range u.PendingProposals(id) {
+				pending = append(pending, reminders.PendingProposal{Branch: p.Branch, Paths: p.Paths})
+			}
+			out = append(out, reminders.Proposals(u.ID, pending)...)
+		}
+	}
+	return out
 }
 
 // renderShared is agent id's shared repositories as its context shows them.

@@ -91,6 +91,8 @@ type SharedInfo struct {
 	// Proposals are the agent's proposals (write: propose), for the
 	// operator to merge with plain git.
 	Proposals []agent.Proposal `json:"proposals,omitempty"`
+	// Pending are the branches of the proposals not merged yet.
+	Pending []string `json:"pending_proposals,omitempty"`
 }
 
 func (d *Daemon) sharedList(id string) ([]SharedInfo, error) {
@@ -115,6 +117,9 @@ func (d *Daemon) sharedInfo(id string, at agent.Attachment) SharedInfo {
 			if pr.Agent == id {
 				info.Proposals = append(info.Proposals, pr)
 			}
+		}
+		for _, pr := range u.PendingProposals(id) {
+			info.Pending = append(info.Pending, pr.Branch)
 		}
 	}
 	return info

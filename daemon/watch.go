@@ -17,15 +17,45 @@ import (
 	"github.com/memfsd/memfsd/worktree"
 )
 
+// watched is what a watched folder belongs to: an agent's memory folder
+// (*agent.Agent) or an agent's view of a shared repository (*viewWatch).
+type watched interface {
+	Changed(rel string)
+	Rescan()
+	SetPolling()
+}
+
+// viewWatch is agent id's view of a shared unit, as the watcher sees it.
+type viewWatch struct {
+	unit *agent.Agent
+	id   string
+}
+
+func (v *viewWatch) Changed(rel string) { v.unit.ViewChanged(v.id, rel) }
+func (v *viewWatch) Rescan()            { v.unit.ViewRescan(v.id) }
+func (v *viewWatch) SetPolling()        { v.unit.ViewPolling(v.id) }
+
+// watchName names m in logs.
+func watchName(m watched) []any {
+	switch m := m.(type) {
+	case *agent.Agent:
+		return []any{"agent", m.ID}
+	case *viewWatch:
+		return []any{"agent", m.id, "shared", m.unit.ID}
+	}
+	return nil
+}
+
 // watcher is one inotify instance for every agent (an instance per agent
-// stops at fs.inotify.max_user_instances, 128 here): one watch per folder.
+// stops at fs.inotify.max_user_instances, 128 here): one watch per folder,
+// memory folders and shared views alike.
 type watcher struct {
 	w   *fsnotify.Watcher
 	log *slog.Logger
 
 	mu    sync.Mutex
-	dirs  map[string]*agent.Agent // watched folder → its agent
-	roots map[*agent.Agent]string
+	dirs  map[string]watched // watched folder → its owner
+	roots map[watched]string
 }
 
 func newWatcher(log *slog.Logger) (*watcher, error) {
@@ -33,14 +63,14 @@ func newWatcher(log *slog.Logger) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &watcher{w: w, log: log, dirs: map[string]*agent.Agent{}, roots: map[*agent.Agent]string{}}, nil
+	return &watcher{w: w, log: log, dirs: map[string]watched{}, roots: map[watched]string{}}, nil
 }
 
 func (wt *watcher) close() { wt.w.Close() }
 
 // add watches root and every folder below it (not .git). When the kernel
 // refuses more watches the agent falls back to polling.
-func (wt *watcher) add(m *agent.Agent, root string) {
+func (wt *watcher) add(m watched, root string) {
 	wt.mu.Lock()
 	wt.roots[m] = root
 	wt.mu.Unlock()
@@ -49,18 +79,18 @@ func (wt *watcher) add(m *agent.Agent, root string) {
 	}
 }
 
-func (wt *watcher) fallback(m *agent.Agent, err error) {
+func (wt *watcher) fallback(m watched, err error) {
 	limit := "fs.inotify.max_user_watches"
 	if errors.Is(err, syscall.EMFILE) {
 		limit = "fs.inotify.max_user_instances"
 	}
-	wt.log.Warn("inotify limit hit: polling this agent's folder every second instead", "agent", m.ID, "limit", limit, "err", err)
+	wt.log.Warn("inotify limit hit: polling this folder every second instead", append(watchName(m), "limit", limit, "err", err)...)
 	m.SetPolling()
 }
 
 // addTree adds watches below dir; with queueFiles, the files found are
 // queued too (they may have been written before the watch existed).
-func (wt *watcher) addTree(m *agent.Agent, dir string, queueFiles bool) error {
+func (wt *watcher) addTree(m watched, dir string, queueFiles bool) error {
 	root := wt.rootOf(m)
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -105,13 +135,13 @@ func (wt *watcher) addTree(m *agent.Agent, dir string, queueFiles bool) error {
 	})
 }
 
-func (wt *watcher) rootOf(m *agent.Agent) string {
+func (wt *watcher) rootOf(m watched) string {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	return wt.roots[m]
 }
 
-func (wt *watcher) remove(m *agent.Agent) {
+func (wt *watcher) remove(m watched) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	for d, owner := range wt.dirs {
@@ -141,7 +171,7 @@ func (wt *watcher) run(ctx context.Context) {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				wt.log.Warn("inotify queue overflowed (fs.inotify.max_queued_events): scanning every agent")
 				wt.mu.Lock()
-				var all []*agent.Agent
+				var all []watched
 				for m := range wt.roots {
 					all = append(all, m)
 				}

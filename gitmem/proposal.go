@@ -67,7 +67,9 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 	}
-	if err := r.objs.SyncAll(); err != nil {
+	// Staged objects reach the disk only by a flush: the ref must not
+	// point at a commit that lives in memory (syncAll alone left it so).
+	if err := r.objs.Flush(true); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 	}
 	if err := gitstore.SetRef(r.GitDir, ref, h, r.opts.LockWait, r.spares); err != nil {

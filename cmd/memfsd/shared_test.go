@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -252,6 +253,14 @@ func TestShared_ProposeOnBranchesOnly(t *testing.T) {
 	if code, _ := p.get("/v1/agents/w2/shared", &listed); code != 200 || !strings.Contains(toJSON(raw), "proposals/w2/") {
 		t.Fatalf("w2's listing does not show its proposals: %s", toJSON(raw))
 	}
+	// The agent is told at its next turn; the listing shows them pending.
+	var rem map[string]any
+	if code, _ := p.get("/v1/agents/w2/reminders", &rem); code != 200 || !strings.Contains(toJSON(rem), `"kind":"proposal"`) || !strings.Contains(toJSON(rem), "proposals/w2/") {
+		t.Fatalf("w2's reminders lack its proposals: %s", toJSON(rem))
+	}
+	if !strings.Contains(toJSON(raw), "pending_proposals") {
+		t.Fatalf("w2's listing shows no pending proposals: %s", toJSON(raw))
+	}
 	// The operator merges with plain git; the agents see it at the next turn.
 	peer := filepath.Join(t.TempDir(), "c")
 	git(t, filepath.Dir(peer), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), peer)
@@ -264,6 +273,12 @@ func TestShared_ProposeOnBranchesOnly(t *testing.T) {
 		data, _ := os.ReadFile(filepath.Join(home, "shared", "team", "memory", "plan.md"))
 		return string(data) == "step one\nstep two\n"
 	})
+	waitFor(t, 10*time.Second, "no pending proposal once merged", func() bool {
+		var rem, list map[string]any
+		p.get("/v1/agents/w2/reminders", &rem)
+		p.get("/v1/agents/w2/shared", &list)
+		return !strings.Contains(toJSON(rem), `"kind":"proposal"`) && !strings.Contains(toJSON(list), "pending_proposals")
+	})
 	git(t, bare, "fsck", "--strict")
 }
 
@@ -271,16 +286,21 @@ func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // TestShared_TwoDaemonsFaultsConverge: three agents of one daemon and one
 // of a second daemon (its own home) write to one shared repository through
-// their tools at once, turning as they go, while the server answers bursts
-// of 503 and the two daemons' pushes race: nothing is lost (every file on
-// the remote's main, each commit by its agent), both shared clones
-// converge on the remote's tip, and git fsck --strict is clean.
+// their tools and, with the shell, into their views at once, turning as
+// they go, while the server answers bursts of 503 and the two daemons'
+// pushes race; beside them an agent with write: propose (daemon A) and
+// one with write: deny (daemon B) write into their views: nothing allowed
+// is lost (every file on the remote's main, each commit by its agent),
+// the proposals are on proposals/<agent>/ branches only and the denied
+// writes nowhere, both shared clones converge on the remote's tip, and
+// git fsck --strict is clean.
 func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
 	srv := gitserver.New(t, token)
 	homeA, homeB := t.TempDir(), t.TempDir()
-	pa := startDaemon(t, srv, homeA, "--agent", "x1", "--agent", "x2", "--agent", "x3")
-	pb := startDaemon(t, srv, homeB, "--agent", "y1")
+	pa := startDaemon(t, srv, homeA, "--agent", "x1", "--agent", "x2", "--agent", "x3", "--agent", "xp")
+	pb := startDaemon(t, srv, homeB, "--agent", "y1", "--agent", "yd")
 	procs := map[string]*proc{"x1": pa, "x2": pa, "x3": pa, "y1": pb}
+	homes := map[string]string{"x1": homeA, "x2": homeA, "x3": homeA, "xp": homeA, "y1": homeB, "yd": homeB}
 	// The repository is created with a first commit (letta-code's
 	// shared-memory create): the two daemons' first writes then share a
 	// history (on an empty one, the second is an unrelated-history restore
@@ -297,6 +317,22 @@ func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
 		if code, err := p.adminCall("PUT", "/v1/agents/"+id+"/shared/team", `{"write":"allow"}`, nil); err != nil || code != 200 {
 			t.Fatalf("attach %s: %d %v", id, code, err)
 		}
+	}
+	for id, w := range map[string]string{"xp": "propose", "yd": "deny"} {
+		p := pa
+		if id == "yd" {
+			p = pb
+		}
+		if code, err := p.adminCall("PUT", "/v1/agents/"+id+"/shared/team", `{"write":"`+w+`"}`, nil); err != nil || code != 200 {
+			t.Fatalf("attach %s: %d %v", id, code, err)
+		}
+	}
+	viewOf := func(id string) string { return filepath.Join(homes[id], "agents", id, "shared", "team") }
+	for id := range homes {
+		waitFor(t, 30*time.Second, id+"'s view", func() bool {
+			_, err := os.Stat(filepath.Join(viewOf(id), "README.md"))
+			return err == nil
+		})
 	}
 	const n = 8
 	var wg sync.WaitGroup
@@ -317,9 +353,27 @@ func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
 					t.Errorf("%s write %d: %d %v %s", id, i, code, err, res.Content)
 					return
 				}
+				// And a file written straight into the view by the shell.
+				if err := shellTry(viewOf(id), fmt.Sprintf(`mkdir -p %s && printf '%s wrote view %d\n' > %s/v%d.md`, id, id, i, id, i)); err != nil {
+					t.Errorf("%s's view write %d: %v", id, i, err)
+					return
+				}
 				if i%2 == 0 {
 					p.call("POST", "/v1/agents/"+id+"/turn?wait=20s", "", nil)
 				}
+			}
+		}()
+	}
+	for _, id := range []string{"xp", "yd"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if err := shellTry(viewOf(id), fmt.Sprintf(`mkdir -p %s && printf '%s wrote view %d\n' > %s/v%d.md; echo "%s %d" >> README.md`, id, id, i, id, i, id, i)); err != nil {
+					t.Errorf("%s's view write %d: %v", id, i, err)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		}()
 	}
@@ -336,23 +390,59 @@ func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
 		if err != nil {
 			return false
 		}
+		if files, _ := gitTry(bare, "ls-tree", "-r", "--name-only", "main"); len(strings.Fields(files)) < 8*n+1 {
+			return false // view files still on their way
+		}
 		a, _ := gitTry(filepath.Join(homeA, "shared", "team", "memory"), "rev-parse", "HEAD")
 		b, _ := gitTry(filepath.Join(homeB, "shared", "team", "memory"), "rev-parse", "HEAD")
 		return a == remote && b == remote
 	})
 	files := strings.Fields(git(t, bare, "ls-tree", "-r", "--name-only", "main"))
-	if len(files) != 4*n+1 {
-		t.Fatalf("main has %d files, want %d: %v", len(files), 4*n, files)
+	if len(files) != 8*n+1 {
+		t.Fatalf("main has %d files, want %d: %v", len(files), 8*n+1, files)
 	}
 	for id := range procs {
 		for i := range n {
-			if got := git(t, bare, "show", fmt.Sprintf("main:%s/%d.md", id, i)); got != fmt.Sprintf("%s wrote %d", id, i) {
-				t.Fatalf("%s/%d.md = %q", id, i, got)
-			}
-			if by := git(t, bare, "log", "-1", "--format=%an", "main", "--", fmt.Sprintf("%s/%d.md", id, i)); by != id {
-				t.Fatalf("%s/%d.md committed by %q", id, i, by)
+			for _, f := range []struct{ path, text string }{
+				{fmt.Sprintf("%s/%d.md", id, i), fmt.Sprintf("%s wrote %d", id, i)},
+				{fmt.Sprintf("%s/v%d.md", id, i), fmt.Sprintf("%s wrote view %d", id, i)},
+			} {
+				if got := git(t, bare, "show", "main:"+f.path); got != f.text {
+					t.Fatalf("%s = %q", f.path, got)
+				}
+				if by := git(t, bare, "log", "-1", "--format=%an", "main", "--", f.path); by != id {
+					t.Fatalf("%s committed by %q", f.path, by)
+				}
 			}
 		}
+	}
+	// Proposals on proposals/xp/ only; denied writes nowhere.
+	if log := git(t, bare, "log", "--format=%an", "main"); strings.Contains(log, "xp") || strings.Contains(log, "yd") {
+		t.Fatalf("a propose or deny write reached main:\n%s", log)
+	}
+	if got := git(t, bare, "show", "main:README.md"); got != "team memory" {
+		t.Fatalf("main's README.md = %q", got)
+	}
+	waitFor(t, 30*time.Second, "xp's proposals pushed", func() bool {
+		pa.turn("x1")
+		refs, _ := gitTry(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/proposals/xp/")
+		var got []string
+		for _, b := range strings.Fields(refs) {
+			names, _ := gitTry(bare, "show", "--format=", "--name-only", b)
+			got = append(got, strings.Fields(names)...)
+		}
+		return slices.Contains(got, fmt.Sprintf("xp/v%d.md", n-1))
+	})
+	for _, b := range strings.Fields(git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/")) {
+		if b != "main" && !strings.HasPrefix(b, "proposals/xp/") {
+			t.Fatalf("unexpected branch %s on the remote", b)
+		}
+		if b != "main" && git(t, bare, "log", "-1", "--format=%an", b) != "xp" {
+			t.Fatalf("branch %s not by xp", b)
+		}
+	}
+	if all := git(t, bare, "log", "--all", "--format=%an %s"); strings.Contains(all, "yd") {
+		t.Fatalf("a denied write reached a branch:\n%s", all)
 	}
 	if srv.Faulted() == 0 {
 		t.Fatal("no fault was injected: the test proves nothing")

@@ -1,0 +1,409 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/gitfmt/merge3"
+	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/worktree"
+)
+
+// viewChange is a file an agent changed in its view.
+type viewChange struct {
+	path    string
+	data    []byte // nil when deleted
+	present bool
+	hash    string // blob id, "" when deleted
+}
+
+// blobID is data's git blob id as the records keep it ("" when absent).
+func blobID(data []byte, present bool) string {
+	if !present {
+		return ""
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, data).String()
+}
+
+// takeView takes the files the agent changed in view v (paths, or the
+// whole view when full) as policy write says. Under v.busy.
+func (a *Agent) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []string, full bool) error {
+	if full {
+		found, err := walkView(v.tree)
+		if err != nil {
+			return fmt.Errorf("scan view %s: %w", v.dir, err)
+		}
+		paths = append(paths, found...)
+		for p := range v.rec.Files {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	var changes []viewChange
+	for _, p := range paths {
+		if worktree.Check(p) != nil {
+			continue // not a memory path (a .git, memfsd's temporary files)
+		}
+		f, err := v.tree.Read(p)
+		if err != nil && !errors.Is(err, worktree.ErrNotFile) {
+			continue // a folder or gone: its files come by their own names
+		}
+		c := viewChange{path: p}
+		if f != nil {
+			if f.Mode == worktree.Symlink {
+				continue // nothing of the agent's is taken through a link
+			}
+			c.data, c.present = f.Data, true
+		}
+		c.hash = blobID(c.data, c.present)
+		if c.hash == v.rec.Files[p] || (c.hash != "" && (c.hash == v.rec.Proposed[p] || c.hash == v.rec.Held[p])) {
+			continue
+		}
+		delete(v.rec.Held, p)
+		head, inHead, err := repo.HeadFile(p)
+		if err != nil {
+			return err
+		}
+		if blobID(head, inHead) == c.hash {
+			v.rec.Files[p] = c.hash // the shared version already
+			continue
+		}
+		changes = append(changes, c)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	switch write {
+	case WriteAllow:
+		return a.takeAllowed(repo, v, changes)
+	case WritePropose:
+		return a.takeProposed(repo, v, changes)
+	}
+	a.undoInView(v, changes, reminders.KindSharedWriteDenied)
+	return nil
+}
+
+// takeAllowed commits the agent's changes to the shared branch through
+// the one pipeline, authored by the agent: each file merged three-way
+// with the shared tip's version against the version the view was given
+// (both kept on a true conflict: the tip's at the path, the agent's as a
+// conflict copy), judged by the direct-write guard (read-only blocks
+// restored, credentials and broken front matter held, mass deletions
+// held). What a guard holds never stays in the shared clone: it goes back
+// to the tip's version, the view keeps the agent's.
+func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) error {
+	author := a.cfg.author(v.id)
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	heads := map[string][]byte{} // the tip's version of every path written (nil: none)
+	var paths []string
+	err := a.withTree(func(wt *worktree.Dir) error {
+		for _, c := range changes {
+			head, inHead, err := repo.HeadFile(c.path)
+			if err != nil {
+				return err
+			}
+			var base []byte
+			if h := v.rec.Files[c.path]; h != "" {
+				if base, err = a.viewBase(repo, v, h); err != nil {
+					return fmt.Errorf("read %s as the view had it: %w", c.path, err)
+				}
+			}
+			out, conflict := c.data, []byte(nil)
+			switch {
+			case !c.present && (!inHead || blobID(head, true) != v.rec.Files[c.path]):
+				// Deleted here, gone or changed on the tip meanwhile: the
+				// tip's stands (the changed file wins).
+				continue
+			case c.present && inHead && v.rec.Files[c.path] != "":
+				merged, ok := merge3.Merge(base, c.data, head)
+				if ok {
+					out = merged
+				} else {
+					out, conflict = head, c.data
+				}
+			case c.present && inHead:
+				// New in the view and on the tip: both kept.
+				out, conflict = head, c.data
+			}
+			if inHead {
+				heads[c.path] = head
+			} else {
+				heads[c.path] = nil
+			}
+			if c.present {
+				if _, err := wt.WriteFile(c.path, out, worktree.Regular, !a.cfg.NoFsync); err != nil {
+					return err
+				}
+			} else if err := wt.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			paths = append(paths, c.path)
+			if conflict != nil {
+				cp := gitmem.ConflictName(c.path, plumbing.NewHash(c.hash))
+				if _, err := wt.WriteFile(cp, conflict, worktree.Regular, !a.cfg.NoFsync); err != nil {
+					return err
+				}
+				heads[cp] = nil
+				paths = append(paths, cp)
+			}
+		}
+		return nil
+	})
+	var res gitmem.CommitResult
+	secrets := map[string]string{}
+	broken := map[string]bool{}
+	if err == nil && len(paths) > 0 {
+		res, err = repo.Commit(gitmem.CommitRequest{
+			Paths:   paths,
+			Message: func(pv gitmem.PathView) string { return DirectWriteMessage(pv.Kind, pv.Path) },
+			Guard:   directWriteGuard(false, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken),
+			Keep:    func(p string, data []byte) error { return a.keepRejected("view-"+v.id+"/"+p, data) },
+			Author:  &author,
+		})
+		a.repackSoon(repo)
+	}
+	// The shared clone holds only what is committed: whatever was not
+	// (held, or the commit failed) goes back to the tip's version.
+	back := res.Held
+	if err != nil {
+		back = paths
+	}
+	if perr := a.putBack(back, heads); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
+		return fmt.Errorf("take view %s of %s: %w", v.id, a.ID, err)
+	}
+	if n := len(res.Commits); n > 0 && a.Hooks.Committed != nil {
+		a.Hooks.Committed(n)
+	}
+	for _, c := range changes {
+		switch {
+		case secrets[c.path] != "":
+			v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
+			v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindSecretHeld, Path: c.path})
+		case broken[c.path]:
+			v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
+			v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindFrontMatterHeld, Path: c.path})
+		default:
+			// Taken, merged, restored or a held deletion: the view is
+			// brought to the tip from here.
+			a.viewGot(v, c)
+		}
+	}
+	for _, r := range res.Restored {
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindReadOnlyRejected, Path: r.Path})
+		a.log.Warn("undid a view's write to a read-only block; rejected bytes kept", "view", v.id, "path", r.Path)
+	}
+	return nil
+}
+
+// putBack makes the shared clone's paths hold heads' versions again
+// (removed where heads has nil). Under writeMu.
+func (a *Agent) putBack(paths []string, heads map[string][]byte) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	return a.withTree(func(wt *worktree.Dir) error {
+		for _, p := range paths {
+			if head := heads[p]; head != nil {
+				if _, err := wt.WriteFile(p, head, worktree.Regular, !a.cfg.NoFsync); err != nil {
+					return err
+				}
+			} else if err := wt.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// takeProposed commits the agent's changes as one proposal (a branch
+// proposals/<agent>/<stamp> on top of the shared remote tip, pushed at the
+// next sync); the view keeps the agent's version until the shared
+// branch's version of the file changes. A change any write would be
+// refused for (a read-only block, a credential, broken front matter) is
+// undone in the view instead.
+func (a *Agent) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) error {
+	secrets, rules := a.secretPatterns(), a.frontMatterRules()
+	files := map[string][]byte{}
+	var refused []viewChange
+	for _, c := range changes {
+		head, inHead, err := repo.HeadFile(c.path)
+		if err != nil {
+			return err
+		}
+		if err := a.checkProposed(c.path, head, inHead, c.data, c.present, secrets, rules); err != nil {
+			refused = append(refused, c)
+			continue
+		}
+		if c.present {
+			files[c.path] = c.data
+		} else {
+			files[c.path] = nil
+		}
+	}
+	a.undoInView(v, refused, reminders.KindReadOnlyRejected)
+	if len(files) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	prop, err := a.commitProposal(repo, v.id, files, "memory: propose "+strings.Join(names, ", "))
+	if err != nil {
+		return fmt.Errorf("propose from view %s of %s: %w", v.id, a.ID, err)
+	}
+	if err := a.recordProposal(prop); err != nil {
+		return err
+	}
+	a.log.Info("a view's change is a proposal; pushed at the next sync", "view", v.id, "branch", prop.Branch)
+	for _, c := range changes {
+		if _, ok := files[c.path]; ok {
+			v.rec.Proposed = setKey(v.rec.Proposed, c.path, c.hash)
+		}
+	}
+	return nil
+}
+
+// undoInView puts the tip's version back in the view for changes (at the
+// refresh that follows), keeps the agent's bytes as rejected bytes of the
+// shared clone, and notes kind for the agent's reminders.
+func (a *Agent) undoInView(v *view, changes []viewChange, kind string) {
+	for _, c := range changes {
+		if c.present {
+			if err := a.keepRejected("view-"+v.id+"/"+c.path, c.data); err != nil {
+				a.log.Warn("keeping a view's rejected bytes failed; the file stays as the agent wrote it", "view", v.id, "path", c.path, "err", err)
+				continue
+			}
+		}
+		a.viewGot(v, c)
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: kind, Path: c.path})
+		a.log.Info("undid a view's write", "view", v.id, "path", c.path, "reason", kind)
+	}
+}
+
+// refreshView brings view v to the shared tip head (files): every path
+// whose tip version differs from what the view was given is replaced,
+// unless the agent changed it (those are returned, to be taken). Under
+// v.busy.
+func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, files []gitmem.FileEntry) ([]string, error) {
+	want := make(map[string]string, len(files))
+	for _, f := range files {
+		if f.Mode == filemode.Regular || f.Mode == filemode.Executable {
+			want[f.Path] = f.Blob.String()
+		}
+	}
+	paths := make([]string, 0, len(want))
+	for p := range want {
+		paths = append(paths, p)
+	}
+	for p := range v.rec.Files {
+		if _, ok := want[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var again []string
+	var firstErr error
+	for _, p := range paths {
+		w, have := want[p], v.rec.Files[p]
+		if w == have {
+			continue
+		}
+		cur, err := v.tree.Read(p)
+		if err != nil && !errors.Is(err, worktree.ErrNotFile) {
+			again = append(again, p)
+			continue
+		}
+		if cur != nil && cur.Mode == worktree.Symlink {
+			again = append(again, p) // the agent's link: left, never written through
+			continue
+		}
+		var curData []byte
+		if cur != nil {
+			curData = cur.Data
+		}
+		got := blobID(curData, cur != nil)
+		switch {
+		case got == w:
+			setFile(&v.rec, p, w)
+			continue
+		case got == have, got != "" && got == v.rec.Proposed[p]:
+			// What the view was given, or the agent's proposal for a file
+			// the shared branch changed since (the operator decided).
+		default:
+			again = append(again, p) // the agent's write: taken first
+			continue
+		}
+		var data []byte
+		if w != "" {
+			if data, err = repo.Blob(plumbing.NewHash(w)); err != nil {
+				firstErr = cmpErr(firstErr, err)
+				continue
+			}
+			if data == nil {
+				data = []byte{}
+			}
+		}
+		ok, err := replaceViewFile(v.tree, p, got, curData, data, w != "")
+		if err != nil {
+			firstErr = cmpErr(firstErr, fmt.Errorf("copy %s into view %s: %w", p, v.id, err))
+			continue
+		}
+		if !ok {
+			again = append(again, p)
+			continue
+		}
+		setFile(&v.rec, p, w)
+		delete(v.rec.Proposed, p)
+	}
+	v.rec.Tip = head.String()
+	return again, firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// viewGot records that view v holds the agent's change c, kept as the
+// base of a later merge.
+func (a *Agent) viewGot(v *view, c viewChange) {
+	if c.present {
+		if err := a.keepViewBase(v, c.hash, c.data); err != nil {
+			a.log.Warn("keeping a view's base failed; a later merge of the file keeps both versions", "view", v.id, "path", c.path, "err", err)
+		}
+	}
+	setFile(&v.rec, c.path, c.hash)
+}
+
+// setFile records that the view holds blob h at p ("" absent).
+func setFile(rec *viewRecord, p, h string) {
+	if h == "" {
+		delete(rec.Files, p)
+		return
+	}
+	rec.Files[p] = h
+}
+
+func setKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}
