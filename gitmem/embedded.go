@@ -10,13 +10,10 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/gitstore"
 )
@@ -32,7 +29,7 @@ var installEmbedded sync.Once
 func EmbeddedURL(dir string) string {
 	installEmbedded.Do(func() {
 		client.InstallProtocol(EmbeddedScheme, &embeddedTransport{
-			inner: server.NewClient(server.NewFilesystemLoader(osfs.New("/"))),
+			inner: server.NewClient(embeddedLoader{}),
 		})
 	})
 	return EmbeddedScheme + "://" + filepath.ToSlash(dir)
@@ -56,29 +53,8 @@ func (t *embeddedTransport) NewUploadPackSession(ep *transport.Endpoint, auth tr
 	if err != nil {
 		return nil, err
 	}
-	return &havesUploadPack{UploadPackSession: s, dir: ep.Path}, nil
-}
-
-// havesUploadPack drops the haves the repository does not hold: a real
-// server ignores commits it does not know (they are just not common), but
-// go-git's in-process one fails "object not found" on them, as when another
-// writer pushed and our local tip is not on the remote.
-type havesUploadPack struct {
-	transport.UploadPackSession
-	dir string
-}
-
-func (s *havesUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
-	st := filesystem.NewStorage(osfs.New(s.dir), cache.NewObjectLRUDefault())
-	defer st.Close()
-	kept := req.Haves[:0]
-	for _, h := range req.Haves {
-		if st.HasEncodedObject(h) == nil {
-			kept = append(kept, h)
-		}
-	}
-	req.Haves = kept
-	return s.UploadPackSession.UploadPack(ctx, req)
+	fresh := func() (transport.UploadPackSession, error) { return t.inner.NewUploadPackSession(ep, auth) }
+	return &rereadUploadPack{UploadPackSession: s, dir: ep.Path, fresh: fresh}, nil
 }
 
 func (t *embeddedTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {

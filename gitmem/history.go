@@ -13,7 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/memfsd/memfsd/gitstore"
 )
 
@@ -71,7 +70,7 @@ func (r *Repo) History(path string, limit int) ([]HistoryCommit, error) {
 	if head.IsZero() {
 		return out, nil
 	}
-	w := &historyWalk{r: r, path: p, seen: map[plumbing.Hash]bool{}}
+	w := newHistoryWalk(r, p)
 	r.mu.Lock()
 	err = w.push(head)
 	r.unlock()
@@ -112,12 +111,27 @@ func historyPath(path string) (string, error) {
 type historyWalk struct {
 	r     *Repo
 	path  string
+	parts []string // path's names, root first
 	seen  map[plumbing.Hash]bool
 	queue commitQueue
 	order int
-	// at memoises the path's entry per commit: each is read as a child
-	// and again as its child's parent.
-	at map[plumbing.Hash]object.TreeEntry
+	// levels[i] memoises, per tree at depth i on the path, its entry for
+	// parts[i]: each tree is read once, though a commit's trees are
+	// looked at as its own and again as its child's parent's.
+	levels []map[plumbing.Hash]object.TreeEntry
+	reads  int // trees read (the walk's cost; tests check it)
+}
+
+func newHistoryWalk(r *Repo, path string) *historyWalk {
+	w := &historyWalk{r: r, path: path, seen: map[plumbing.Hash]bool{}}
+	if path != "" {
+		w.parts = strings.Split(path, "/")
+		w.levels = make([]map[plumbing.Hash]object.TreeEntry, len(w.parts))
+		for i := range w.levels {
+			w.levels[i] = map[plumbing.Hash]object.TreeEntry{}
+		}
+	}
+	return w
 }
 
 func (w *historyWalk) push(h plumbing.Hash) error {
@@ -161,50 +175,94 @@ func (w *historyWalk) judge(c *object.Commit) (bool, []plumbing.Hash, error) {
 	if w.path == "" {
 		return true, c.ParentHashes, nil
 	}
-	mine, err := w.entryOf(c.Hash)
-	if err != nil {
-		return false, nil, err
-	}
 	if len(c.ParentHashes) == 0 {
-		return !mine.Hash.IsZero(), nil, nil
+		mine, err := w.entry(c.TreeHash)
+		return !mine.Hash.IsZero(), nil, err
 	}
 	for _, ph := range c.ParentHashes {
-		theirs, err := w.entryOf(ph)
+		theirs, err := w.r.objs.CommitTree(ph)
 		if err != nil {
 			return false, nil, err
 		}
-		if theirs == mine {
+		same, err := w.same(c.TreeHash, theirs)
+		if err != nil {
+			return false, nil, err
+		}
+		if same {
 			return false, []plumbing.Hash{ph}, nil
 		}
 	}
 	return true, c.ParentHashes, nil
 }
 
-// entryOf is entry for commit h's tree, memoised.
-func (w *historyWalk) entryOf(h plumbing.Hash) (object.TreeEntry, error) {
-	if e, ok := w.at[h]; ok {
-		return e, nil
-	}
-	tree, err := w.r.objs.CommitTree(h)
-	if err != nil {
-		return object.TreeEntry{}, err
-	}
-	e, err := w.entry(tree)
-	if err == nil {
-		if w.at == nil {
-			w.at = map[plumbing.Hash]object.TreeEntry{}
+// same reports whether trees a and b hold the same thing at the walk's
+// path. It compares level by level, as git's path-limited diff does: an
+// equal entry on the way settles it without reading below, so a commit
+// that changed another folder costs the trees above the fork only.
+func (w *historyWalk) same(a, b plumbing.Hash) (bool, error) {
+	for i := range w.parts {
+		if a == b {
+			return true, nil
 		}
-		w.at[h] = e
+		ea, err := w.child(i, a)
+		if err != nil {
+			return false, err
+		}
+		eb, err := w.child(i, b)
+		if err != nil {
+			return false, err
+		}
+		if ea == eb || i == len(w.parts)-1 {
+			return ea == eb, nil
+		}
+		a, b = subtree(ea), subtree(eb)
 	}
-	return e, err
+	return a == b, nil
 }
 
 // entry is what stands at the walk's path in tree: a file's or a folder's
-// entry (zero when nothing does).
+// entry, its name cleared (zero when nothing does).
 func (w *historyWalk) entry(tree plumbing.Hash) (object.TreeEntry, error) {
-	e, _, err := w.r.objs.anyEntryAt(tree, w.path)
+	if w.path == "" {
+		return object.TreeEntry{Mode: filemode.Dir, Hash: tree}, nil
+	}
+	var e object.TreeEntry
+	for i := range w.parts {
+		var err error
+		if e, err = w.child(i, tree); err != nil {
+			return object.TreeEntry{}, err
+		}
+		tree = subtree(e)
+	}
+	return e, nil
+}
+
+// child is tree's entry for the path's name at depth i (tree being at
+// that depth), its name cleared, memoised per tree.
+func (w *historyWalk) child(i int, tree plumbing.Hash) (object.TreeEntry, error) {
+	if tree.IsZero() {
+		return object.TreeEntry{}, nil
+	}
+	if e, ok := w.levels[i][tree]; ok {
+		return e, nil
+	}
+	w.reads++
+	e, _, err := w.r.objs.lookupEntry(tree, w.parts[i])
+	if err != nil {
+		return object.TreeEntry{}, err
+	}
 	e.Name = ""
-	return e, err
+	w.levels[i][tree] = e
+	return e, nil
+}
+
+// subtree is the folder an entry names, zero for a file or nothing: the
+// path cannot go on below it.
+func subtree(e object.TreeEntry) plumbing.Hash {
+	if e.Mode != filemode.Dir {
+		return plumbing.ZeroHash
+	}
+	return e.Hash
 }
 
 // describe reads what a shown commit says and what it changed under the

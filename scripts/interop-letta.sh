@@ -15,9 +15,14 @@
 # is `git pull --ff-only`. memfsd's side writes files directly and through
 # `memfsd memory --dialect letta-code`, then `memfsd sync` (no daemon).
 #
+# Meanwhile git gc repacks the bare repository under both (receive-pack's
+# auto gc, made frequent, and a gc/repack loop; see below), so memfsd's
+# fetches meet packs deleted under them.
+#
 # At the end: every line each side wrote is in the remote's main, both
 # sides' HEAD equal the remote's, `git fsck --strict` clean on all three.
-# Prints the figures; exits non-zero on any loss or divergence.
+# Prints the figures (and how many gcs ran, how many syncs memfsd retried);
+# exits non-zero on any loss, divergence or failed memfsd command.
 #   scripts/interop-letta.sh            # 40 turns each
 #   TURNS=200 scripts/interop-letta.sh
 set -euo pipefail
@@ -35,23 +40,53 @@ for want in '["add", "-A", "--", ...pathspecs]' '"commit",' '["push", "-u", "ori
 done
 
 go build -o "$W/memfsd" ./cmd/memfsd
-M() { "$W/memfsd" --home "$W/home" --log-level error "$@"; }
+# memfsd's log (info: a sync that needed retries logs "sync recovered")
+# goes to a file, shown when a command fails.
+M() { "$W/memfsd" --home "$W/home" --log-level info "$@" 2>>"$W/memfsd.log" || { tail -5 "$W/memfsd.log" >&2; return 1; }; }
 AGENT=interop
 M sync --agent "$AGENT" >/dev/null
 BARE="$W/home/remote/v1/git/$AGENT/state.git"
 MEM="$W/home/agents/$AGENT/memory"
 [ -d "$BARE" ] && [ -d "$MEM/.git" ] || { echo "interop: memfsd made no remote at $BARE" >&2; exit 1; }
 
-# git's defaults on the shared bare repository: the auto gc a push starts
-# (receive-pack's `git gc --auto`) runs detached and repacks while memfsd's
-# next sync reads the repository through its in-process transport. A pack
-# that vanishes under that read is retried, not a failure.
+# git gc on the shared bare repository while memfsd reads it through its
+# in-process transport: packs vanish under memfsd's fetches, which must be
+# retried, never lost or failed. Two sources, both counted:
+#  - receive-pack's own `git gc --auto` after each of letta-code's pushes,
+#    detached (git's default), made to run often: memfsd's in-process pushes
+#    write a pack each, so more than 1 pack (or a few loose objects) is most
+#    turns. Counted from git's trace (GIT_TRACE2 on letta-code's commands,
+#    which receive-pack and its gc inherit): one repack per gc that ran.
+#  - a loop beside the run, `git gc` then `git repack -A -d`, every second.
+#    (-A, not -a: -a -d deletes packed objects no ref reaches yet, which cuts
+#    any pusher, git's receive-pack too, between writing its objects and
+#    moving its ref; -A loosens them, as git gc does. Both delete every old
+#    pack, which is what memfsd's reads must survive.)
+git -C "$BARE" config gc.autoPackLimit 1
+git -C "$BARE" config gc.auto 64       # > 1 loose object in objects/17
+git -C "$BARE" config gc.logExpiry now # a failed detached gc does not silence the next ones
+TRACE="$W/trace2"
+GCLOOP="$W/gcloop"
+gcloop() {
+  local gcs=0 repacks=0 failed=0
+  while [ ! -e "$W/stop" ]; do
+    if git -C "$BARE" gc -q 2>>"$GCLOOP.err"; then gcs=$((gcs + 1)); else failed=$((failed + 1)); fi
+    if git -C "$BARE" repack -A -d -q 2>>"$GCLOOP.err"; then repacks=$((repacks + 1)); else failed=$((failed + 1)); fi
+    echo "$gcs $repacks $failed" >"$GCLOOP"
+    sleep 1 # room for receive-pack's auto gc, which skips while ours runs
+  done
+}
 
 # letta-code's clone and session start.
 L="$W/letta"
 git clone -q "$BARE" "$L"
 git -C "$L" pull --ff-only -q
-lgit() { git -C "$L" "$@"; }
+# (the gc loop starts after the clone: a local clone hard-links the
+# repository's files and fails on one a gc rewrote under it.)
+gcloop &
+GCPID=$!
+trap 'touch "$W/stop"; wait "$GCPID" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+lgit() { GIT_TRACE2="$TRACE" git -C "$L" "$@"; }
 letta_commit() { # reason paths...
   local reason=$1; shift
   lgit add -A -- "$@"
@@ -59,13 +94,21 @@ letta_commit() { # reason paths...
   lgit -c user.name="Letta Agent" -c user.email="$AGENT@letta.com" commit -q -m "$reason"
 }
 rebased=0
+letta_failed=0
 letta_push() {
-  if ! out=$(lgit push -u origin main 2>&1); then
-    grep -qE 'non-fast-forward|fetch first|rejected' <<<"$out" || { echo "interop: letta push: $out" >&2; exit 1; }
-    lgit pull --rebase -q
-    lgit push -u origin main -q 2>/dev/null
-    rebased=$((rebased + 1))
+  local out
+  out=$(lgit push -u origin main 2>&1) && return 0
+  if grep -qE 'non-fast-forward|fetch first|rejected' <<<"$out"; then
+    if out=$(lgit pull --rebase -q 2>&1) && out=$(lgit push -u origin main -q 2>&1); then
+      rebased=$((rebased + 1))
+      return 0
+    fi
+    lgit rebase --abort >/dev/null 2>&1 || true
   fi
+  # git's own reads race the gc too (a pack index gone, "not our ref"):
+  # like letta-code, leave the commit for the next turn's push, and count it.
+  letta_failed=$((letta_failed + 1))
+  echo "$out" | tail -1 >>"$W/letta-failures"
 }
 
 mkdir -p "$L/system" "$L/reference/letta" "$MEM/reference/memfsd"
@@ -88,7 +131,11 @@ EOF
   fi
   M sync --agent "$AGENT" >/dev/null
 done
-# Converge: memfsd pulls letta-code's last push; letta-code pulls memfsd's.
+# Stop the gc loop, then converge: memfsd pulls letta-code's last push;
+# letta-code pulls memfsd's.
+touch "$W/stop"
+wait "$GCPID"
+letta_push
 M sync --agent "$AGENT" >/dev/null
 lgit pull --ff-only -q
 
@@ -107,6 +154,13 @@ converged=yes
 fsck=clean
 for d in "$BARE" "$L" "$MEM"; do git -C "$d" fsck --strict --no-progress >/dev/null 2>&1 || fsck="FAILED in $d"; done
 
-echo "INTEROP turns=$TURNS (each side) letta_commits=$(git -C "$BARE" log --format=%an main | grep -c 'Letta Agent') memfsd_commits=$(git -C "$BARE" log --format=%an main | grep -vc 'Letta Agent') letta_rebases=$rebased"
+echo "INTEROP turns=$TURNS (each side) letta_commits=$(git -C "$BARE" log --format=%an main | grep -c 'Letta Agent') memfsd_commits=$(git -C "$BARE" log --format=%an main | grep -vc 'Letta Agent') letta_rebases=$rebased letta_push_failures=$letta_failed"
+read -r loop_gcs loop_repacks loop_failed <"$GCLOOP"
+auto_gcs=$(grep -c 'cmd_name repack (push/receive-pack/gc/repack)' "$TRACE" || true)
+echo "INTEROP gc auto_gcs=$auto_gcs loop_gcs=$loop_gcs loop_repacks=$loop_repacks loop_failed=$loop_failed memfsd_retried_syncs=$(grep -c 'sync recovered' "$W/memfsd.log" || true) bare_packs=$(find "$BARE/objects/pack" -name '*.pack' | wc -l) bare_loose=$(find "$BARE/objects" -path '*/objects/[0-9a-f][0-9a-f]/*' -type f | wc -l)"
+grep -o 'sync recovered.*after_class=[a-z_]*' "$W/memfsd.log" | sed 's/.*after_class=/INTEROP memfsd retried after class /' | sort | uniq -c || true
+[ -s "$GCLOOP.err" ] && sort "$GCLOOP.err" | uniq -c | sort -rn | head -5 | sed 's/^/INTEROP gc loop: /'
+[ -s "$W/letta-failures" ] && sort "$W/letta-failures" | uniq -c | sort -rn | head -5 | sed 's/^/INTEROP letta-code push failed (git under the gc): /'
+[ -f "$BARE/gc.log" ] && sed 's/^/INTEROP gc.log: /' "$BARE/gc.log"
 echo "INTEROP lines letta=$(git -C "$BARE" show main:system/letta-log.md | grep -c '^letta line') memfsd=$(git -C "$BARE" show main:system/memfsd-log.md | grep -c '^memfsd line') lost=$lost converged=$converged fsck=$fsck"
 [ "$lost" = 0 ] && [ "$converged" = yes ] && [ "$fsck" = clean ]
