@@ -50,8 +50,14 @@ type mirrorReq struct {
 	reply chan MirrorPush // buffered: the loop never blocks on it
 }
 
-// startMirror starts the mirror loop when the agent has a mirror.
+// startMirror starts the mirror loop when the agent has a mirror. A shared
+// repository's unit has none: its ID is the repository's name, and the
+// mirror settings (template, mirror-url) are per agent — they would copy
+// the shared repository into the mirror of the agent of that name.
 func (a *Agent) startMirror() {
+	if a.shared {
+		return
+	}
 	u, source := mirrorURLOf(a.cfg, a.ID)
 	if u == "" {
 		return
@@ -337,7 +343,7 @@ func (a *Agent) Mirror(withLog bool) *MirrorStatus {
 	} else {
 		u, source := mirrorURLOf(a.cfg, a.ID)
 		repo := a.repository()
-		if u == "" || repo == nil {
+		if u == "" || repo == nil || a.shared {
 			return nil
 		}
 		st = a.diskMirrorStatus(repo, u, source)
