@@ -86,9 +86,10 @@ func (r *Repo) MirrorPosition() (MirrorPosition, error) {
 	return p, nil
 }
 
-// PushMirror makes the mirror's branch equal the primary's last known tip
-// (the remote-tracking ref, never the local branch: only what reached the
-// primary is mirrored). Nothing is fetched from the mirror. It reads the
+// PushMirror makes the mirror's branch equal the primary's tip as the
+// primary advertises it (never the local branch nor the remote-tracking
+// ref, which the agent can write: only what reached the primary is
+// mirrored). Nothing is fetched from the mirror. It reads the
 // mirror's tip from its ref advertisement, packs only the commits the
 // mirror lacks (their tree diffs), and moves the mirror's branch by
 // compare-and-swap from the tip it advertised; then remembers the new tip
@@ -108,9 +109,7 @@ func (r *Repo) PushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 
 func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (MirrorResult, error) {
 	var res MirrorResult
-	r.mu.Lock()
-	tip, err := r.RemoteHead()
-	r.unlock()
+	tip, err := r.primaryTip(ctx)
 	if err != nil || tip.IsZero() {
 		return res, err
 	}
@@ -165,6 +164,46 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 	r.mu.Lock()
 	defer r.unlock()
 	return res, gitstore.SetRef(r.GitDir, r.mirrorRef(), tip, r.opts.LockWait, r.spares)
+}
+
+// ErrPrimaryAhead: the primary's tip is not in this clone yet (another
+// writer pushed since the last sync); the next sync brings it, and the
+// mirror push after it sends it. Retryable.
+var ErrPrimaryAhead = errors.New("the primary's tip is not in this clone yet")
+
+// primaryTip is the primary's branch tip as the primary advertises it, when
+// this clone has it. Not the remote-tracking ref: .git is in the agent's
+// reach, and a tracking ref the agent pointed at its own commit would send
+// to the mirror what never passed the outgoing check nor reached the
+// primary. One ref advertisement, without the repository's lock.
+func (r *Repo) primaryTip(ctx context.Context) (plumbing.Hash, error) {
+	s, err := r.session(ctx, false)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("primary: %w", err)
+	}
+	defer s.Close()
+	ar, err := s.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("primary: %w", err)
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("primary: %w", err)
+	}
+	ref, ok := refs[plumbing.ReferenceName(r.branchRef())]
+	if !ok {
+		return plumbing.ZeroHash, nil
+	}
+	r.mu.Lock()
+	have := r.objs.Has(ref.Hash())
+	r.unlock()
+	if !have {
+		return plumbing.ZeroHash, fmt.Errorf("primary at %s: %w", gitstore.Short(ref.Hash()), ErrPrimaryAhead)
+	}
+	return ref.Hash(), nil
 }
 
 // mirrorPlan is what a mirror push sends, prepared under r.mu.

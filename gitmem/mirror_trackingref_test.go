@@ -2,6 +2,7 @@ package gitmem_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -14,7 +15,6 @@ import (
 // refs/remotes/origin/main at never passed the outgoing check (secrets,
 // read-only blocks, front matter) and is not on the primary.
 func TestRepo_PushMirror_AgentWrittenTrackingRef(t *testing.T) {
-	t.Skip("finding 2: PushMirror pushes refs/remotes/origin/<branch>, which the agent's git can point at a commit that never reached the primary")
 	primary, mirror, r, m := mirrorSetup(t, "track")
 	if _, err := r.PushMirror(context.Background(), m, gitmem.MirrorOptions{}); err != nil {
 		t.Fatal(err)
@@ -31,4 +31,28 @@ func TestRepo_PushMirror_AgentWrittenTrackingRef(t *testing.T) {
 		t.Fatalf("the mirror got a commit the primary never had (push err %v):\nmirror:\n%s\nprimary:\n%s", err, got,
 			git(t, primary.RepoDir("track"), "log", "--format=%s", "main"))
 	}
+}
+
+// A primary that moved on since this clone's last sync: the mirror push
+// waits for the sync that brings the new tip (ErrPrimaryAhead, retryable),
+// then sends it.
+func TestRepo_PushMirror_PrimaryAhead(t *testing.T) {
+	primary, mirror, r, m := mirrorSetup(t, "ahead")
+	peer := t.TempDir()
+	git(t, peer, "clone", "-q", primary.RepoDir("ahead"), ".")
+	writeFile(t, peer, "peer.md", "from a peer\n")
+	git(t, peer, "add", "peer.md")
+	git(t, peer, "-c", "user.name=peer", "-c", "user.email=peer@x", "commit", "-qm", "peer")
+	git(t, peer, "push", "-q", "origin", "HEAD:main")
+
+	if _, err := r.PushMirror(context.Background(), m, gitmem.MirrorOptions{}); !errors.Is(err, gitmem.ErrPrimaryAhead) {
+		t.Fatalf("push mirror with the primary ahead: %v, want ErrPrimaryAhead", err)
+	}
+	if _, err := r.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PushMirror(context.Background(), m, gitmem.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameLog(t, primary, mirror, "ahead")
 }

@@ -138,7 +138,7 @@ func classify(err error) (Class, time.Duration) {
 		return ClassAuth, 0
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return ClassNotFound, 0
-	case errors.Is(err, gitmem.ErrLocked):
+	case errors.Is(err, gitmem.ErrLocked), errors.Is(err, gitmem.ErrPrimaryAhead):
 		return ClassRetryable, 0
 	case errors.Is(err, gitmem.ErrRemoteDeleteHeld):
 		return ClassRemoteDeleteHeld, 0
