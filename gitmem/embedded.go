@@ -1,21 +1,16 @@
 package gitmem
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-
-	"github.com/memfsd/memfsd/gitstore"
 )
 
 // EmbeddedScheme is the URL scheme of the in-process remote: bare
@@ -36,9 +31,9 @@ func EmbeddedURL(dir string) string {
 }
 
 // embeddedTransport is go-git's in-process server with the checks it lacks:
-// bare repositories are created on first use, and a push holds a per-repo
-// lock and checks the ref's old value (the stock server overwrites blindly,
-// silently discarding another writer's commits).
+// bare repositories are created on first use, and a push moves refs by
+// git's lock protocol with a check of the old value (the stock server
+// rewrites the ref file in place, blindly: see casReceivePack).
 type embeddedTransport struct {
 	inner transport.Transport
 }
@@ -67,47 +62,6 @@ func (t *embeddedTransport) NewReceivePackSession(ep *transport.Endpoint, auth t
 	}
 	mu, _ := embeddedLocks.LoadOrStore(ep.Path, &sync.Mutex{})
 	return &casReceivePack{ReceivePackSession: s, dir: ep.Path, mu: mu.(*sync.Mutex)}, nil
-}
-
-type casReceivePack struct {
-	transport.ReceivePackSession
-	dir string
-	mu  *sync.Mutex
-}
-
-func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
-	// The compare-and-swap holds across processes (the daemon and `memfsd
-	// sync` on one home): an flock on the bare repository, within this
-	// process a mutex too (flock is per open file, not per goroutine).
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lock, err := os.OpenFile(filepath.Join(s.dir, "memfsd-push.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock embedded remote: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("lock embedded remote: %w", err)
-	}
-	for _, cmd := range req.Commands {
-		cur, err := gitstore.ReadRef(s.dir, cmd.Name.String())
-		if err != nil {
-			return nil, err
-		}
-		if cur != cmd.Old {
-			if req.Packfile != nil {
-				_ = req.Packfile.Close()
-			}
-			rs := packp.NewReportStatus()
-			rs.UnpackStatus = "ok"
-			rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{
-				ReferenceName: cmd.Name,
-				Status:        "non-fast-forward",
-			})
-			return rs, fmt.Errorf("command error on %s: non-fast-forward", cmd.Name)
-		}
-	}
-	return s.ReceivePackSession.ReceivePack(ctx, req)
 }
 
 // initBare creates a bare repository with HEAD on main unless one exists.

@@ -1,0 +1,119 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/utils/ioutil"
+
+	"github.com/memfsd/memfsd/gitstore"
+)
+
+// embeddedRefLockWait is how long a push to the embedded remote waits on a
+// ref lock someone else holds (a git push, `git pack-refs --prune`, a gc
+// on the same bare repository) before it refuses the update as "cannot
+// lock ref", which memfsd's sync treats as a non-fast-forward: fetch and
+// push again. git's own wait for packed-refs.lock is 1 s.
+const embeddedRefLockWait = time.Second
+
+// casReceivePack is a push to the embedded remote. go-git's server writes
+// the pushed pack well, but moves refs by rewriting the ref file in place,
+// under no lock git knows of and with no check of the old value: a git CLI
+// on the same bare repository (a peer's push, `git pack-refs --prune`, a
+// gc) then reads the file empty ("reference broken") or renames over it,
+// and an acknowledged push is lost (TestEmbedded_RefsBesideGitCLI). So
+// the pack is stored as go-git does, and each ref is moved as git moves
+// it: <ref>.lock taken with O_EXCL, the old value checked under it (loose
+// or packed), the new one written, fsynced and renamed over.
+type casReceivePack struct {
+	transport.ReceivePackSession // the advertisement
+	dir                          string
+	mu                           *sync.Mutex
+}
+
+func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	// memfsd's own writers (the daemon and `memfsd sync` on one home) wait
+	// for each other rather than fail on each other's ref lock: an flock on
+	// the bare repository, within this process a mutex too (flock is per
+	// open file, not per goroutine).
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lock, err := os.OpenFile(filepath.Join(s.dir, "memfsd-push.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock embedded remote: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock embedded remote: %w", err)
+	}
+	rs := packp.NewReportStatus()
+	rs.UnpackStatus = "ok"
+	// A stale old value is refused before the pack is stored: the usual
+	// refusal costs no write. The check that counts is under the ref lock.
+	for _, cmd := range req.Commands {
+		cur, err := gitstore.ReadRef(s.dir, cmd.Name.String())
+		if err != nil {
+			return nil, fmt.Errorf("push to embedded remote: %w", err)
+		}
+		if cur != cmd.Old {
+			if req.Packfile != nil {
+				_ = req.Packfile.Close()
+			}
+			return refuse(rs, cmd.Name, "non-fast-forward")
+		}
+	}
+	if req.Packfile != nil {
+		if err := s.storePack(ctx, req.Packfile); err != nil {
+			rs.UnpackStatus = err.Error()
+			return rs, fmt.Errorf("push to embedded remote: unpack: %w", err)
+		}
+	}
+	for _, cmd := range req.Commands {
+		if cmd.New.IsZero() { // memfsd never deletes a remote branch
+			return refuse(rs, cmd.Name, "deletion not supported by the embedded remote")
+		}
+		err := gitstore.CASRef(s.dir, cmd.Name.String(), cmd.Old, cmd.New, embeddedRefLockWait, true, nil, nil)
+		switch {
+		case errors.Is(err, gitstore.ErrRefMoved):
+			return refuse(rs, cmd.Name, "non-fast-forward")
+		case errors.Is(err, gitstore.ErrLocked):
+			return refuse(rs, cmd.Name, fmt.Sprintf("cannot lock ref '%s': %v", cmd.Name, err))
+		case err != nil:
+			return refuse(rs, cmd.Name, err.Error())
+		}
+		rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{ReferenceName: cmd.Name, Status: "ok"})
+	}
+	return rs, nil
+}
+
+// storePack writes the pushed pack and its index into the bare repository.
+func (s *casReceivePack) storePack(ctx context.Context, pack io.ReadCloser) error {
+	st := filesystem.NewStorage(gitstore.NewGitFS(s.dir), cache.NewObjectLRUDefault())
+	defer st.Close()
+	r := ioutil.NewContextReadCloser(ctx, pack)
+	if err := packfile.UpdateObjectStorage(st, r); err != nil {
+		_ = r.Close()
+		return err
+	}
+	return r.Close()
+}
+
+// refuse reports name's update as refused with status and ends the push,
+// as go-git's client expects: the report and an error.
+func refuse(rs *packp.ReportStatus, name plumbing.ReferenceName, status string) (*packp.ReportStatus, error) {
+	rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{ReferenceName: name, Status: status})
+	return rs, fmt.Errorf("command error on %s: %s", name, status)
+}
