@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,11 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 
 	"github.com/memfsd/memfsd/gitstore"
@@ -29,13 +27,15 @@ import (
 // push again. git's own wait for packed-refs.lock is 1 s.
 const embeddedRefLockWait = time.Second
 
-// casReceivePack is a push to the embedded remote. go-git's server writes
-// the pushed pack well, but moves refs by rewriting the ref file in place,
-// under no lock git knows of and with no check of the old value: a git CLI
-// on the same bare repository (a peer's push, `git pack-refs --prune`, a
-// gc) then reads the file empty ("reference broken") or renames over it,
-// and an acknowledged push is lost (TestEmbedded_RefsBesideGitCLI). So
-// the pack is stored as go-git does, and each ref is moved as git moves
+// casReceivePack is a push to the embedded remote. go-git's server moves
+// refs by rewriting the ref file in place, under no lock git knows of and
+// with no check of the old value, and publishes a pack's .idx before its
+// .pack. A git CLI on the same bare repository (a peer's push, `git
+// pack-refs --prune`, a gc) then reads the ref file empty ("reference
+// broken") or renames over it, or deletes the lone .idx as garbage, and an
+// acknowledged push is lost (TestEmbedded_RefsBesideGitCLI,
+// TestEmbedded_PushBesideGitGC). So the pack is stored as git's
+// receive-pack stores it (storePack), and each ref is moved as git moves
 // it: <ref>.lock taken with O_EXCL, the old value checked under it (loose
 // or packed), the new one written, fsynced and renamed over.
 type casReceivePack struct {
@@ -76,10 +76,12 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		}
 	}
 	if req.Packfile != nil {
-		if err := s.storePack(ctx, req.Packfile); err != nil {
+		unkeep, err := s.storePack(ctx, req.Packfile)
+		if err != nil {
 			rs.UnpackStatus = err.Error()
 			return rs, fmt.Errorf("push to embedded remote: unpack: %w", err)
 		}
+		defer unkeep() // after the ref moves: then a ref reaches the pack
 	}
 	for _, cmd := range req.Commands {
 		if cmd.New.IsZero() { // memfsd never deletes a remote branch
@@ -99,16 +101,50 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	return rs, nil
 }
 
-// storePack writes the pushed pack and its index into the bare repository.
-func (s *casReceivePack) storePack(ctx context.Context, pack io.ReadCloser) error {
-	st := filesystem.NewStorage(gitstore.NewGitFS(s.dir), cache.NewObjectLRUDefault())
-	defer st.Close()
+// storePack stores the pushed pack in the bare repository as git's
+// receive-pack does, so that a `git gc` or `git repack -a -d` beside it
+// cannot lose it: streamed and indexed into temporary files (stagePack),
+// fsynced, a pack-<sum>.keep created, then the .pack and the .idx renamed
+// into place in that order and the folder fsynced (publish). go-git's
+// writer published the .idx first, and a gc that listed the folder between
+// its two renames deleted that .idx as garbage: the acknowledged commit
+// was then in a .pack git could not read (TestEmbedded_PushBesideGitGC).
+// The .keep stops a repack from deleting the pack as redundant before the
+// push's ref reaches it (a repack reads the refs once, when it starts);
+// the caller calls unkeep once the refs moved, or the push failed.
+func (s *casReceivePack) storePack(ctx context.Context, pack io.ReadCloser) (unkeep func(), err error) {
 	r := ioutil.NewContextReadCloser(ctx, pack)
-	if err := packfile.UpdateObjectStorage(st, r); err != nil {
-		_ = r.Close()
-		return err
+	defer r.Close()
+	dir := filepath.Join(s.dir, "objects", "pack")
+	pk, err := stagePack(ctx, dir, r, true)
+	if err != nil {
+		return nil, err
 	}
-	return r.Close()
+	defer pk.remove()
+	// O_EXCL: a .keep already there (a git receive-pack storing the same
+	// pack, an operator's) is not ours to remove.
+	keep := pk.base(dir) + ".keep"
+	kf, err := os.OpenFile(keep, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	unkeep = func() {}
+	switch {
+	case err == nil:
+		_, err = fmt.Fprintf(kf, "receive-pack %d on memfsd\n", os.Getpid())
+		if cerr := kf.Close(); err == nil {
+			err = cerr
+		}
+		unkeep = func() { _ = os.Remove(keep) }
+		if err != nil {
+			unkeep()
+			return nil, fmt.Errorf("keep pack: %w", err)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return nil, fmt.Errorf("keep pack: %w", err)
+	}
+	if err := pk.publish(dir, true); err != nil {
+		unkeep()
+		return nil, fmt.Errorf("store pack: %w", err)
+	}
+	return unkeep, nil
 }
 
 // refuse reports name's update as refused with status and ends the push,

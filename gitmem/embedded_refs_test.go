@@ -26,6 +26,33 @@ import (
 // (a `pack-refs --prune` or a git push then loses the write, and a reader
 // catches the file empty: "cannot lock ref ...: reference broken").
 func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
+	pushBesideGitCLI(t, func(int) []string { return []string{"pack-refs", "--all", "--prune"} })
+}
+
+// TestEmbedded_PushBesideGitGC: as TestEmbedded_RefsBesideGitCLI, with a
+// `git gc` every 10th maintenance run. A gc's repack deletes the packs it
+// listed when it started once it has written their reachable objects into
+// its own: a pushed pack it listed before the push's ref moved, or could
+// not read, lost memfsd's acknowledged commit ("missing commit" in fsck,
+// "not our ref" for the peer) when go-git published the pack's .idx before
+// the .pack and no .keep guarded it until the ref moved.
+func TestEmbedded_PushBesideGitGC(t *testing.T) {
+	pushBesideGitCLI(t, func(i int) []string {
+		switch i % 4 {
+		case 1:
+			return []string{"repack", "-a", "-d", "-q"}
+		case 3:
+			return []string{"gc", "-q"}
+		}
+		return []string{"pack-refs", "--all", "--prune"}
+	})
+}
+
+// pushBesideGitCLI runs memfsd and a git CLI peer pushing to one bare
+// repository while maint(i) runs in a loop beside them, and checks that
+// no acknowledged push is lost and no ref is read broken.
+func pushBesideGitCLI(t *testing.T, maint func(i int) []string) {
+	t.Helper()
 	ctx := context.Background()
 	bare := filepath.Join(t.TempDir(), "remote", "state.git")
 	git(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", bare)
@@ -68,17 +95,13 @@ func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
 	bg.Add(1)
 	go func() { // the operator's (or receive-pack's auto) maintenance
 		defer bg.Done()
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			// No `git gc` here: run beside these pushes, its repack
-			// sometimes lost a commit memfsd had just pushed (fsck:
-			// "missing commit"), with the ref moves all in order: an
-			// object race, still open, not this test's subject.
-			args := []string{"pack-refs", "--all", "--prune"}
+			args := maint(i)
 			cmd := exec.Command("git", append([]string{"-C", bare}, args...)...)
 			cmd.Env = testgit.Env()
 			out, err := cmd.CombinedOutput()
@@ -167,7 +190,7 @@ func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
 	bg.Wait()
 
 	if packs == 0 {
-		t.Fatal("no git pack-refs or gc ran beside the pushes")
+		t.Fatal("no git maintenance ran beside the pushes")
 	}
 	for i, b := range broken {
 		if i == 5 {
@@ -187,7 +210,12 @@ func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
 	if out, err := gitErr(bare, "fsck", "--strict", "--no-progress"); err != nil {
 		t.Errorf("git fsck on the embedded remote: %v\n%s", err, out)
 	}
-	t.Logf("%d acknowledged pushes, %d lost; %d pack-refs runs and %d loose ref reads beside them", len(acked), lost, packs, reads)
+	// A push's .keep lasts until its ref moved, no longer: a pack kept
+	// for good would never be repacked.
+	if keeps, _ := filepath.Glob(filepath.Join(bare, "objects", "pack", "*.keep")); len(keeps) > 0 {
+		t.Errorf("packs left kept after the pushes: %v", keeps)
+	}
+	t.Logf("%d acknowledged pushes, %d lost; %d maintenance runs and %d loose ref reads beside them", len(acked), lost, packs, reads)
 }
 
 // randomText is n bytes of hex that do not compress.

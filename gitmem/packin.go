@@ -3,6 +3,7 @@ package gitmem
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,7 +69,20 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}
 	defer resp.Close()
 
-	dir := filepath.Join(r.GitDir, "objects", "pack")
+	pk, err := stagePack(ctx, filepath.Join(r.GitDir, "objects", "pack"), demuxSideband(req.Capabilities, resp), r.objs.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("download pack: %w", err)
+	}
+	return pk, nil
+}
+
+// stagePack writes the pack read from src into a temporary file in the
+// pack folder dir, indexed as it arrives (pack.Index), and its index into
+// another; with sync, both are fsynced before a ref may point into them
+// (git's core.fsync default does the same for packs). Neither is a pack
+// to git or go-git until publish renames them. Used by a fetch and by a
+// push to the embedded remote.
+func stagePack(ctx context.Context, dir string, src io.Reader, sync bool) (_ *fetchedPack, err error) {
 	pk := &fetchedPack{}
 	defer func() {
 		if err != nil {
@@ -77,14 +91,13 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}()
 	f, err := os.CreateTemp(dir, fetchTempPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("download pack: %w", err)
+		return nil, err
 	}
 	pk.pack = f.Name()
 	defer f.Close()
-	// Written and indexed in one pass, as it arrives (pack.Index).
-	idx, sum, err := pack.Index(ctx, demuxSideband(req.Capabilities, resp), f)
+	idx, sum, err := pack.Index(ctx, src, f)
 	if err != nil {
-		return nil, fmt.Errorf("download pack: %w", err)
+		return nil, err
 	}
 	pk.sum = sum
 	xf, err := os.CreateTemp(dir, fetchTempPrefix+"idx_*")
@@ -93,10 +106,8 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}
 	pk.idx = xf.Name()
 	_, err = idxfile.NewEncoder(xf).Encode(idx)
-	// Harden both before a ref may point into them (git's core.fsync
-	// default does the same for packs); done here, off the lock.
 	for _, file := range []*os.File{f, xf} {
-		if err == nil && r.objs.Sync {
+		if err == nil && sync {
 			err = file.Sync()
 		}
 		if err == nil {
@@ -112,16 +123,23 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	return pk, nil
 }
 
-// installPack publishes a downloaded pack under its checksum name (pack
-// first, then the index that makes git see it), re-reads the pack list and
-// checks that tip arrived. With mu held.
-func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
-	dir := filepath.Join(r.GitDir, "objects", "pack")
-	base := filepath.Join(dir, "pack-"+pk.sum.String())
+// base is the pack's path in the pack folder dir without its extension.
+func (p *fetchedPack) base(dir string) string {
+	return filepath.Join(dir, "pack-"+p.sum.String())
+}
+
+// publish renames a staged pack into the pack folder dir under its
+// checksum name: the .pack first, then the .idx that makes git see it, as
+// git does. The other order is a loss: a `git gc` that lists the folder
+// between the two renames finds an .idx with no .pack, deletes it as
+// garbage, and the .pack then lands with no index, its objects invisible
+// to git (TestEmbedded_PushBesideGitGC). With sync, the folder is fsynced.
+func (p *fetchedPack) publish(dir string, sync bool) error {
+	base := p.base(dir)
 	for _, mv := range []struct {
 		from *string
 		to   string
-	}{{&pk.pack, base + ".pack"}, {&pk.idx, base + ".idx"}} {
+	}{{&p.pack, base + ".pack"}, {&p.idx, base + ".idx"}} {
 		if _, err := os.Lstat(mv.to); err == nil {
 			continue // packs are named by content: this one is in already
 		}
@@ -130,10 +148,18 @@ func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
 		}
 		*mv.from = ""
 	}
-	if r.objs.Sync {
-		if err := gitstore.SyncDir(dir); err != nil {
-			return err
-		}
+	if sync {
+		return gitstore.SyncDir(dir)
+	}
+	return nil
+}
+
+// installPack publishes a downloaded pack under its checksum name (pack
+// first, then the index that makes git see it), re-reads the pack list and
+// checks that tip arrived. With mu held.
+func (r *Repo) installPack(pk *fetchedPack, tip plumbing.Hash) error {
+	if err := pk.publish(filepath.Join(r.GitDir, "objects", "pack"), r.objs.Sync); err != nil {
+		return err
 	}
 	r.st.ObjectStorage.Reindex()
 	if !r.objs.Has(tip) {
