@@ -1,15 +1,12 @@
 package gitmem
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -143,20 +140,7 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 	}
 	res.Replaced = plan.replaced
 	if res.From != tip {
-		req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-		// Without report-status a refused update comes back as success.
-		if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
-			return res, err
-		}
-		req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: res.From, New: tip}}
-		req.Packfile = io.NopCloser(bytes.NewReader(plan.pack))
-		rs, err := sess.ReceivePack(ctx, req)
-		if rs != nil {
-			if rerr := rs.Error(); rerr != nil {
-				return res, &refusedError{err: rerr}
-			}
-		}
-		if err != nil {
+		if err := sendUpdate(ctx, sess, caps, r.branchRef(), res.From, tip, plan.pack); err != nil {
 			return res, err
 		}
 		res.Commits, res.Objects = len(plan.commits), plan.objects

@@ -1,10 +1,8 @@
 package gitmem
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -94,19 +91,7 @@ func (r *Repo) PushNewBranch(ctx context.Context, ref string, h plumbing.Hash) e
 	}
 	sess := s.(transport.ReceivePackSession)
 	defer sess.Close()
-	req := packp.NewReferenceUpdateRequestFromCapabilities(capability.NewList())
-	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
-		return err
-	}
-	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(ref), Old: plumbing.ZeroHash, New: h}}
-	req.Packfile = io.NopCloser(bytes.NewReader(pack))
-	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil {
-		if rerr := rs.Error(); rerr != nil {
-			return fmt.Errorf("push %s: %w", ref, &refusedError{err: rerr})
-		}
-	}
-	if err != nil {
+	if err := sendUpdate(ctx, sess, capability.NewList(), ref, plumbing.ZeroHash, h, pack); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	return nil

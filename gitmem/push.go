@@ -101,26 +101,32 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	if err != nil || local == remote {
 		return res, err
 	}
-	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	// Without report-status a refused update comes back as success.
-	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
-		return res, err
-	}
-	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(r.branchRef()), Old: remote, New: local}}
-	req.Packfile = io.NopCloser(bytes.NewReader(out.pack))
-	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil {
-		if rerr := rs.Error(); rerr != nil {
-			return res, &refusedError{err: rerr}
-		}
-	}
-	if err != nil {
+	if err := sendUpdate(ctx, sess, caps, r.branchRef(), remote, local, out.pack); err != nil {
 		return res, err
 	}
 	res.Commits, res.Objects = len(out.commits), out.objects
 	r.mu.Lock()
 	defer r.unlock()
 	return res, gitstore.SetRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
+}
+
+// sendUpdate sends one ref update, old → new, with pack, asking for
+// report-status: a refused pack or update is a *refusedError.
+func sendUpdate(ctx context.Context, sess transport.ReceivePackSession, caps *capability.List, ref string, old, new plumbing.Hash, pack []byte) error {
+	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
+	// Without report-status a refused update comes back as success.
+	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
+		return err
+	}
+	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(ref), Old: old, New: new}}
+	req.Packfile = io.NopCloser(bytes.NewReader(pack))
+	rs, err := sess.ReceivePack(ctx, req)
+	if rs != nil {
+		if rerr := rs.Error(); rerr != nil {
+			return &refusedError{err: rerr}
+		}
+	}
+	return err
 }
 
 // refusedError is a push the server answered with a report refusing the
