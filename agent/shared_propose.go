@@ -174,15 +174,21 @@ func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]
 	return prop, nil
 }
 
-// pushProposal pushes a proposal's branch under the retry policy.
+// pushProposal pushes a proposal's branch, in one attempt (a failed one
+// is pushed again at the next sync).
 func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
 	repo := a.repository()
 	if repo == nil {
 		return ErrNotReady
 	}
-	_, err := retry.Do(ctx, a.cfg.Retry, "push "+p.Branch, func(ctx context.Context) error {
-		return repo.PushNewBranch(ctx, "refs/heads/"+p.Branch, plumbing.NewHash(p.Commit))
-	})
+	// One attempt, bounded like any attempt: a proposal waits for the
+	// next turn, never holds up this tool call or sync with backoff.
+	if t := a.cfg.Retry.AttemptTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	err := repo.PushNewBranch(ctx, "refs/heads/"+p.Branch, plumbing.NewHash(p.Commit))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		err = nil // pushed before, the answer lost
 	}
@@ -193,13 +199,16 @@ func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
 	return err
 }
 
-// pushPendingProposals pushes the proposals not pushed yet (each sync).
+// pushPendingProposals pushes the proposals not pushed yet (each sync),
+// one attempt each, and stops at the first failure: a remote refusing
+// them costs a turn one request, not one backoff per proposal.
 func (a *Agent) pushPendingProposals(ctx context.Context) {
 	for _, p := range a.Proposals() {
 		if !p.Pushed {
-			if a.pushProposal(ctx, &p) == nil {
-				_ = a.recordProposal(p)
+			if a.pushProposal(ctx, &p) != nil {
+				return
 			}
+			_ = a.recordProposal(p)
 		}
 	}
 }
