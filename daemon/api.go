@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -198,4 +200,15 @@ func NewServer(h http.Handler) *http.Server {
 // after its wait: the write deadline becomes wait plus the usual timeout.
 func extendWrite(w http.ResponseWriter, wait time.Duration) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + DefaultWriteTimeout))
+}
+
+// decodeBody reads a small JSON request body (4 KiB at most) into v,
+// refusing unknown fields; an empty body leaves v as it is.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }

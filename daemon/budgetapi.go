@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/memfsd/memfsd/agent"
@@ -30,9 +27,7 @@ func putBudget(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 	var body struct {
 		Tokens *int `json:"tokens"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeBody(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf(`budget: want {"tokens": N} (0 or null drops the setting): %w`, err))
 		return
 	}

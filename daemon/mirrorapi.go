@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -33,10 +31,11 @@ func (d *Daemon) mirrorOperatorRoutes(mux *http.ServeMux) {
 		var body struct {
 			URL string `json:"url"`
 		}
-		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil || body.URL == "" {
-			writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror set: want {"url": "https://host/path.git"}: %v`, err))
+		if err := decodeBody(r, &body); err != nil || body.URL == "" {
+			if err == nil {
+				err = errors.New("no url")
+			}
+			writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror set: want {"url": "https://host/path.git"}: %w`, err))
 			return
 		}
 		if err := a.SetMirror(body.URL); err != nil {
@@ -56,13 +55,9 @@ func (d *Daemon) mirrorOperatorRoutes(mux *http.ServeMux) {
 		var body struct {
 			Force bool `json:"force"`
 		}
-		if r.ContentLength != 0 {
-			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-				writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror push: want no body or {"force": true}: %w`, err))
-				return
-			}
+		if err := decodeBody(r, &body); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror push: want no body or {"force": true}: %w`, err))
+			return
 		}
 		wait, err := waitParam(r, DefaultMirrorPushWait)
 		if err != nil {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,13 +31,9 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 		var body struct {
 			RemoteURL string `json:"remote_url"`
 		}
-		if r.ContentLength != 0 {
-			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-				writeError(w, http.StatusBadRequest, fmt.Errorf(`PUT agent: want no body or {"remote_url": "https://..."}: %w`, err))
-				return
-			}
+		if err := decodeBody(r, &body); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf(`PUT agent: want no body or {"remote_url": "https://..."}: %w`, err))
+			return
 		}
 		if body.RemoteURL != "" {
 			if a := d.get(id); a != nil && a.RemoteOverride() != body.RemoteURL {
@@ -88,9 +83,7 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 	d.mirrorOperatorRoutes(mux)
 	mux.HandleFunc("POST /v1/agents/{id}/accept", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		var opts agent.AcceptOptions
-		dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&opts); err != nil || opts.Deletes == opts.Restore {
+		if err := decodeBody(r, &opts); err != nil || opts.Deletes == opts.Restore {
 			writeError(w, http.StatusBadRequest, errors.New(`accept: want {"deletes": true} or {"restore": true}`))
 			return
 		}

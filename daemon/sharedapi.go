@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -33,13 +31,9 @@ func (d *Daemon) sharedOperatorRoutes(mux *http.ServeMux) {
 			Write     string `json:"write"`
 			RemoteURL string `json:"remote_url"`
 		}
-		if r.ContentLength != 0 {
-			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-				writeError(w, http.StatusBadRequest, fmt.Errorf(`shared attach: want {"write": "allow|propose|deny", "remote_url": "https://..." (optional)}: %w`, err))
-				return
-			}
+		if err := decodeBody(r, &body); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf(`shared attach: want {"write": "allow|propose|deny", "remote_url": "https://..." (optional)}: %w`, err))
+			return
 		}
 		at, err := agent.Attach(d.cfg, a.ID, agent.Attachment{Name: r.PathValue("name"), Write: agent.WritePolicy(body.Write), RemoteURL: body.RemoteURL})
 		switch {
