@@ -2,15 +2,12 @@ package memtool_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 )
 
@@ -55,40 +52,6 @@ func readToolGolden(t *testing.T) (toolCases, []toolExpected) {
 		t.Fatalf("%d cases, %d expectations: run scripts/letta-golden.sh", len(cases.Cases), len(want))
 	}
 	return cases, want
-}
-
-// newEnvWith is a memory folder holding files (committed), and the tool on it.
-func newEnvWith(t *testing.T, files map[string]string) *env {
-	t.Helper()
-	old := syscall.Umask(0o022)
-	t.Cleanup(func() { syscall.Umask(old) })
-	dir := filepath.Join(t.TempDir(), "memory")
-	os.MkdirAll(dir, 0o700)
-	r, err := gitmem.Init(dir, gitmem.Remote{}, gitmem.Options{Author: gitmem.Signature{Name: "a", Email: "a@memfsd.local"}, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	var paths []string
-	for p, c := range files {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700)
-		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o600)
-		paths = append(paths, p)
-	}
-	if _, err := r.CommitWrite(paths, "tree"); err != nil {
-		t.Fatal(err)
-	}
-	tool := &memtool.Tool{Dir: dir, Secrets: memtool.DefaultSecretPatterns(), Commit: func(paths []string, msg string) (string, error) {
-		h, err := r.CommitWrite(paths, msg)
-		if errors.Is(err, gitmem.ErrNothingToCommit) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return h.String(), nil
-	}}
-	return &env{t: t, dir: dir, repo: r, tool: tool}
 }
 
 // files is every file below the folder (not .git) with its bytes.
@@ -162,7 +125,7 @@ func TestLetta_GoldenAgainstLettaCode(t *testing.T) {
 			for p, s := range c.Files {
 				tree[p] = s
 			}
-			e := newEnvWith(t, tree)
+			e := newEnvWith(t, tree, "tree")
 			tool := c.Tool
 			if tool == "" {
 				tool = memtool.LettaMemory

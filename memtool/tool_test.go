@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	// The default blocks, as an initialised memory has them.
+	return newEnvWith(t, blocks.Defaults(), "init")
+}
+
+// newEnvWith is a memory folder holding files (committed with message),
+// and the tool on it.
+func newEnvWith(t *testing.T, files map[string]string, message string) *env {
+	t.Helper()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	dir := filepath.Join(t.TempDir(), "memory")
@@ -32,12 +41,14 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	// The default blocks, as an initialised memory has them.
-	for p, c := range blocks.Defaults() {
+	var paths []string
+	for p, c := range files {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700)
 		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o600)
+		paths = append(paths, p)
 	}
-	if _, err := r.CommitWrite([]string{blocks.PersonaPath, blocks.HumanPath}, "init"); err != nil {
+	slices.Sort(paths)
+	if _, err := r.CommitWrite(paths, message); err != nil {
 		t.Fatal(err)
 	}
 	tool := &memtool.Tool{Dir: dir, Secrets: memtool.DefaultSecretPatterns(), Commit: func(paths []string, msg string) (string, error) {
