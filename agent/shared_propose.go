@@ -183,11 +183,12 @@ func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
 	}
 	// One attempt, bounded like any attempt: a proposal waits for the
 	// next turn, never holds up this tool call or sync with backoff.
-	if t := a.cfg.Retry.AttemptTimeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
+	t := a.cfg.Retry.AttemptTimeout
+	if t <= 0 {
+		t = retry.DefaultAttemptTimeout
 	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
 	err := repo.PushNewBranch(ctx, "refs/heads/"+p.Branch, plumbing.NewHash(p.Commit))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		err = nil // pushed before, the answer lost

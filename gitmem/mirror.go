@@ -147,6 +147,9 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 	}
 	r.mu.Lock()
 	defer r.unlock()
+	if h, err := r.MirrorHead(); err == nil && h == tip {
+		return res, nil // already recorded: no lock, write and rename
+	}
 	return res, gitstore.SetRef(r.GitDir, r.mirrorRef(), tip, r.opts.LockWait, r.spares)
 }
 
