@@ -150,12 +150,13 @@ func (d *Daemon) Manage(id string) error {
 			}
 		},
 	}
+	// Set before Open: its goroutines and the agent's socket read it.
+	a.SharedRender = func() string { return d.renderShared(id) }
 	if err := a.Open(d.ctx); err != nil {
 		return err
 	}
 	d.agents[id] = a
 	d.openAgentSocket(id)
-	a.SharedRender = func() string { return d.renderShared(id) }
 	d.attachRecorded(a)
 	return nil
 }
