@@ -79,9 +79,14 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		return res, nil
 	}
 	if opts.Restore {
-		a.writeMu.Lock()
-		restored, err := repo.RestoreMissing(held)
-		a.writeMu.Unlock()
+		var restored []string
+		err := a.underWrite(func() (err error) {
+			if repo = a.repository(); repo == nil { // a rebuild of the .git swaps it under writeMu
+				return ErrNotReady
+			}
+			restored, err = repo.RestoreMissing(held)
+			return err
+		})
 		res.Restored = restored
 		if err != nil {
 			return res, fmt.Errorf("accept %s: restore: %w", a.ID, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -26,6 +27,11 @@ const (
 	DefaultDebounce = 150 * time.Millisecond
 	// maxDelay bounds how long a burst of writes can postpone its commits.
 	maxDelay = 2 * time.Second
+	// deleteSettle is the quiet a burst with deletions gets before its
+	// commit (within maxDelay): one rm of many files, paused by a loaded
+	// machine for more than the debounce, is judged by the mass-delete
+	// guard as one deletion, not as two halves each under the bar.
+	deleteSettle = 750 * time.Millisecond
 	// DefaultCloneRetry is how often a never-cloned agent tries again.
 	DefaultCloneRetry = 30 * time.Second
 )
@@ -48,6 +54,9 @@ type Hooks struct {
 // commit loop and the sync loop); Close stops them, commits what is pending
 // and pushes once, bounded by its context.
 type Agent struct {
+	// treeChecks is letta-code's tree checks, kept from commit to commit.
+	treeChecks treeChecks
+
 	ID string
 
 	// Settings, read at Open.
@@ -79,6 +88,9 @@ type Agent struct {
 	remoteOverride string
 	// views are the attached agents' views of a shared unit (shared_view.go).
 	views *viewSet
+	// viewsMovedAside: Open found the shared clone off its branch and moved
+	// it aside; views attached are told (moveDetachedClone).
+	viewsMovedAside atomic.Bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,9 +103,15 @@ type Agent struct {
 	// beforeToolWrite, when set (tests only), runs in a memory-tool call
 	// after it read the files and before it writes them.
 	beforeToolWrite func()
+	// viewLeased, when set (tests only), runs when a shared unit holds a
+	// view file's lease and compared it, before it writes or removes it.
+	viewLeased func()
 	// approvalsMu serialises reading and rewriting the block-set
 	// approvals (block set adds, the outgoing check ends them).
 	approvalsMu sync.Mutex
+	// blockOutcomes is what became of each path's latest block set in
+	// this process (under approvalsMu).
+	blockOutcomes map[string]BlockSetOutcome
 	// skipMu serialises updates of the skipped-paths record.
 	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
@@ -101,14 +119,38 @@ type Agent struct {
 	// ctxMu guards the context cache (rendered once per revision).
 	ctxMu    sync.Mutex
 	ctxCache contextCache
+	// search is the tiers and search index, built on first use (search.go).
+	search searchState
 
 	// tree is the memory folder held open (worktree.go), with repo.
 	tree atomic.Pointer[worktree.Dir]
+
+	// answers is the last answer about the agent, given when its
+	// repository does not answer in time (isolate.go).
+	answers answerCache
+
+	// problemsMu guards problems: direct writes not committed (a full
+	// disk, too large, a bad name), as the last commit pass saw them.
+	problemsMu sync.Mutex
+	problems   map[string]reminders.WriteProblem
+
+	// wasReady: a repository was set once (Ready).
+	wasReady atomic.Bool
+	// healMu serialises rebuilds of the .git (heal.go); damage is a
+	// commit that failed on a missing object, for the next sync.
+	healMu sync.Mutex
+	damage atomic.Pointer[damageHint]
+	// After a failed rebuild (under healMu): the next one waits until
+	// healNext (healWait doubles up to healWaitMax); healErr is the failure.
+	healNext time.Time
+	healWait time.Duration
+	healErr  error
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned
 	pending   map[string]bool
 	firstSeen time.Time
+	lastSeen  time.Time // the burst's latest event
 	lastErr   *LastError
 	lastPush  time.Time
 	lastSync  time.Time
@@ -122,6 +164,8 @@ type Agent struct {
 
 	flushTimer *time.Timer
 	rescanC    chan struct{}
+	// pg is the wait on a person's git operation in the folder (persongit.go).
+	pg personGitState
 
 	// Turn coalescing: a turn waits for the first sync that starts after
 	// it arrived; turns arriving during a sync share the next one.
@@ -175,6 +219,9 @@ func (a *Agent) Open(ctx context.Context) error {
 	}
 	a.flushTimer = time.NewTimer(time.Hour)
 	a.flushTimer.Stop()
+	if a.shared {
+		a.moveDetachedClone()
+	}
 	if repo, err := gitmem.Open(a.Dir(), a.remote(), a.repoOptions()); err == nil {
 		a.setRepo(repo)
 	} else if !errors.Is(err, gitmem.ErrNotRepository) {
@@ -196,11 +243,24 @@ func (a *Agent) Open(ctx context.Context) error {
 // Close stops the loops and waits for them, commits what is pending and
 // pushes once within ctx (cancel it to abort the push: commits stay local
 // for the next start).
+//
+// Close returns by ctx's end whatever the agent's repository does: loops
+// stuck in it (a read that never returns) are left behind, logged, and
+// the final push is skipped (the commits stay local for the next start).
 func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
-	a.wg.Wait()
+	stopped := make(chan struct{})
+	go func() { a.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		a.log.Error("the agent's loops did not stop in time (its repository does not answer); left behind", "err", ctx.Err())
+		return fmt.Errorf("close %s: %w", a.ID, ctx.Err())
+	}
 	a.stopMirror() // the mirror catches up at the next start (never delays shutdown)
 	a.closeViews()
+	a.dropSearch()
+	a.cfg.SearchPool.Forget(a)
 	if a.flushTimer != nil {
 		a.flushTimer.Stop()
 	}
@@ -211,7 +271,9 @@ func (a *Agent) Close(ctx context.Context) error {
 	var err error
 	if a.Background {
 		a.flush()
-		if _, serr := a.Sync(ctx, SyncOptions{SkipScan: true}); serr != nil && !errors.Is(serr, ErrMassDeleteHeld) {
+		if _, serr := a.Sync(ctx, SyncOptions{SkipScan: true}); errors.Is(serr, ErrPersonGitInProgress) {
+			a.log.Info("final sync skipped: a person's git operation is in progress in the folder; writes are committed at the next start", "err", serr)
+		} else if serr != nil && !errors.Is(serr, ErrMassDeleteHeld) {
 			a.log.Warn("final push failed; commits stay local for the next start", "class", string(retry.ClassOf(serr)), "err", serr)
 			err = serr
 		}
@@ -227,8 +289,11 @@ func (a *Agent) Close(ctx context.Context) error {
 // Dir is the agent's memory folder (the work tree).
 func (a *Agent) Dir() string { return filepath.Join(a.folder, "memory") }
 
-// Ready reports whether the work tree is usable (opened or cloned).
-func (a *Agent) Ready() bool { return a.repository() != nil }
+// Ready reports whether the work tree was made usable (opened or cloned)
+// since start. It stays true once it is: a rebuild of the agent's .git that
+// failed half-way (the agent's shell racing it) leaves the agent in error,
+// not the daemon unready (/healthz answers for every agent).
+func (a *Agent) Ready() bool { return a.wasReady.Load() || a.repository() != nil }
 
 func (a *Agent) repository() *gitmem.Repo {
 	a.mu.Lock()
@@ -241,6 +306,9 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 	a.mu.Lock()
 	a.repo = repo
 	a.mu.Unlock()
+	if repo != nil {
+		a.wasReady.Store(true)
+	}
 	if a.OnReady != nil {
 		a.OnReady()
 	}
@@ -248,7 +316,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 }
 
 func (a *Agent) repoOptions() gitmem.Options {
-	return gitmem.Options{Author: a.cfg.author(a.ID), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
+	return gitmem.Options{Author: a.cfg.author(a.ID), Operator: a.cfg.operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
 		Secret: a.secretIn, WorkLock: &a.writeMu}
 }
@@ -307,14 +375,23 @@ func (a *Agent) initialiseIfEmpty(repo *gitmem.Repo) (bool, error) {
 		return false, fmt.Errorf("initialise %s: %w", a.ID, err)
 	}
 	slices.Sort(paths)
-	a.writeMu.Lock()
-	_, err = repo.CommitWrite(paths, "memfsd: initialise memory with default blocks")
-	a.writeMu.Unlock()
+	err = a.underWrite(func() error {
+		_, err := repo.CommitWrite(paths, "memfsd: initialise memory with default blocks")
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("initialise %s: %w", a.ID, err)
 	}
 	a.log.Info("initialised empty remote with default blocks")
 	return true, nil
+}
+
+// underWrite runs f under writeMu, which goes even when f panics: a
+// panic that safely recovers must not block the agent's later writes.
+func (a *Agent) underWrite(f func() error) error {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	return f()
 }
 
 func (a *Agent) recordErr(err error, attempts int) {

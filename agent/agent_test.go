@@ -59,6 +59,7 @@ func cliClone(tb testing.TB, srv *gitserver.Server, id string) string {
 }
 
 func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	ctx := context.Background()
@@ -112,6 +113,7 @@ func TestAgent_FirstRunInitialisesThenPullsFastForward(t *testing.T) {
 }
 
 func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	ctx := context.Background()
@@ -163,6 +165,7 @@ func TestAgent_OneWriteOneCommitThenRevert(t *testing.T) {
 }
 
 func TestAgent_WrongTokenIsAuthAndNeverLeaks(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	var logs bytes.Buffer
 	bad := "wrong-token-ZZZ-987654"
@@ -197,11 +200,12 @@ func TestAgent_WrongTokenIsAuthAndNeverLeaks(t *testing.T) {
 }
 
 func TestAgent_BadIDRefused(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"", ".", "..", "a/b", "a b", strings.Repeat("x", 129), "../etc"} {
+	for _, id := range []string{"", ".", "..", "a/b", "a b", strings.Repeat("x", 129), "../etc", ".hidden", ".git", "-rf", "-"} {
 		if _, err := agent.New(cfg, id); !errors.Is(err, agent.ErrBadID) {
 			t.Errorf("id %q: err = %v, want ErrBadID", id, err)
 		}
@@ -210,9 +214,15 @@ func TestAgent_BadIDRefused(t *testing.T) {
 	if len(entries) != 0 {
 		t.Fatalf("bad ids created %d entries under home", len(entries))
 	}
+	for _, id := range []string{"a", "_x", "x-", "x.", "a.b-c_d", "9"} {
+		if err := agent.ValidateID(id); err != nil {
+			t.Errorf("id %q refused: %v", id, err)
+		}
+	}
 }
 
 func TestAgent_EmbeddedDefaultNeedsNoServer(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -239,6 +249,7 @@ func gitErrIn(dir string, args ...string) (string, error) { return testgit.Try(d
 // remote (a clone of its bare repository) while this one has a local
 // commit: the sync recovers as with a real server, both sides kept.
 func TestAgent_EmbeddedRemoteDivergence(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/search"
 )
 
 // DefaultUsername is the HTTP Basic user sent with the token.
@@ -59,17 +60,31 @@ type Config struct {
 	// AuthorName and AuthorEmail override "<agent> <<agent>@memfsd.local>".
 	AuthorName  string
 	AuthorEmail string
-	NoFsync     bool
-	LockWait    time.Duration
-	Retry       retry.Policy
+	// OperatorName and OperatorEmail author the operator's commits
+	// (block set, read-only blocks put back, deletions restored); default
+	// DefaultOperatorName <DefaultOperatorName@memfsd.local>.
+	OperatorName  string
+	OperatorEmail string
+	NoFsync       bool
+	LockWait      time.Duration
+	// PersonGitWait bounds how long commits and syncs wait on a person's
+	// git operation in the folder (default DefaultPersonGitWait).
+	PersonGitWait time.Duration
+	Retry         retry.Policy
 	// SecretPatterns are refused in memory-tool writes (default:
 	// memtool.DefaultSecretPatterns); NoSecretGuard switches that off.
 	SecretPatterns []memtool.SecretPattern
 	NoSecretGuard  bool
+	// MaxFileBytes caps a file a direct write commits (0:
+	// DefaultMaxFileBytes); a bigger one is held with a reminder.
+	MaxFileBytes int64
 	// NoFrontMatterRules turns off letta-code's front-matter rules (SPEC
 	// §9), for memory folders that are not letta-code's.
 	NoFrontMatterRules bool
 	Logger             *slog.Logger
+	// SearchPool bounds the memory of every agent's search index together
+	// (default: search.DefaultPoolBytes).
+	SearchPool *search.Pool
 
 	validated bool         // Validate ran: the config is shared read-only from then on
 	creds     *Credentials // TokenFile's token, nil without one
@@ -77,15 +92,18 @@ type Config struct {
 	mirrorCreds *Credentials
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+// idPattern is the one rule for agent ids, everywhere (flags, routes,
+// folders on disk): letters, digits, . _ -, not starting with . or -
+// (no hidden folder, no .git, nothing a command line takes for a flag).
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
-// ErrBadID is returned for an agent id outside ^[A-Za-z0-9._-]{1,128}$.
+// ErrBadID is returned for an agent id outside idPattern.
 var ErrBadID = errors.New("bad agent id")
 
 // ValidateID checks an agent id.
 func ValidateID(id string) error {
-	if !idPattern.MatchString(id) || id == "." || id == ".." {
-		return fmt.Errorf("%w %q: want 1-128 characters from A-Z a-z 0-9 . _ - (not . or ..)", ErrBadID, id)
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%w %q: want 1-128 characters from A-Z a-z 0-9 . _ -, not starting with . or -", ErrBadID, id)
 	}
 	return nil
 }
@@ -109,6 +127,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SearchPool == nil {
+		c.SearchPool = search.NewPool(0)
 	}
 	if c.Retry.Initial <= 0 {
 		c.Retry = retry.DefaultPolicy()
@@ -231,13 +252,20 @@ func parseTemplate(flag, raw string) (*url.URL, error) {
 
 // RedactURL strips credentials from a URL for display: the user-info and
 // every query value (a token in ?access_token= is as secret as a password).
+// A URL that does not parse (a {agent} in the host, a space, a bad port) is
+// shown with everything between "//" and its last "@" redacted and its query
+// cut; an opaque URL (https:user:token@host, no "//") loses what is before
+// its last "@" too. Nothing of a token reaches a log, a status or an error.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "<unparsable url>"
+		return redactUnparsed(raw)
 	}
 	if u.User != nil {
 		u.User = url.User("redacted")
+	}
+	if i := strings.LastIndex(u.Opaque, "@"); i >= 0 {
+		u.Opaque = "redacted" + u.Opaque[i:]
 	}
 	if u.RawQuery != "" {
 		q := u.Query()
@@ -247,6 +275,26 @@ func RedactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// redactUnparsed redacts a URL url.Parse refused: the user-info (between
+// "//", or the scheme's ":" when there is no "//", and the last "@") and the
+// query. It does not guess where a password ends: a password with "/" or "?"
+// in it is still before the last "@".
+func redactUnparsed(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "//"); i >= 0 {
+		start = i + 2
+	} else if i := strings.Index(raw, ":"); i >= 0 {
+		start = i + 1
+	}
+	if at := strings.LastIndex(raw[start:], "@"); at >= 0 {
+		raw = raw[:start] + "redacted" + raw[start+at:]
+	}
+	if q := strings.Index(raw[start:], "?"); q >= 0 {
+		raw = raw[:start+q] + "?redacted"
+	}
+	return raw
 }
 
 // MemoryDir is the agent's work tree.
@@ -308,6 +356,20 @@ func (c *Config) author(id string) gitmem.Signature {
 	}
 	if c.AuthorEmail != "" {
 		s.Email = c.AuthorEmail
+	}
+	return s
+}
+
+// DefaultOperatorName is the operator identity's default name.
+const DefaultOperatorName = "memfsd-operator"
+
+func (c *Config) operator() gitmem.Signature {
+	s := gitmem.Signature{Name: DefaultOperatorName, Email: DefaultOperatorName + "@memfsd.local"}
+	if c.OperatorName != "" {
+		s.Name = c.OperatorName
+	}
+	if c.OperatorEmail != "" {
+		s.Email = c.OperatorEmail
 	}
 	return s
 }

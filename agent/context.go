@@ -3,12 +3,16 @@ package agent
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // Budgets of the rendered context, letta-code's for its memory filesystem
@@ -75,17 +79,26 @@ func (a *Agent) Context() (Context, error) {
 			if err != nil {
 				return Context{}, fmt.Errorf("context %s: %w", a.ID, err)
 			}
+			tag, shown := f.Path, reminders.ShowPath(f.Path)
+			if reminders.BadName(f.Path) {
+				tag = strings.Trim(strconv.Quote(f.Path), `"`)
+			}
+			if isBinary(data) {
+				// Committed, never shown raw: its bytes are not text.
+				fmt.Fprintf(&pinned, "\n<%s>\n<path>%s</path>\n<value>\n%s\n</value>\n</%s>\n", tag, shown, binaryLine(data), tag)
+				continue
+			}
 			fm := blocks.Parse(data)
 			desc, _ := fm.Get("description")
-			fmt.Fprintf(&pinned, "\n<%s>\n<path>/memories/%s</path>\n", f.Path, f.Path)
+			fmt.Fprintf(&pinned, "\n<%s>\n<path>%s</path>\n", tag, shown)
 			if desc != "" {
-				fmt.Fprintf(&pinned, "<description>%s</description>\n", desc)
+				fmt.Fprintf(&pinned, "<description>%s</description>\n", oneLine(desc))
 			}
 			fmt.Fprintf(&pinned, "<read_only>%t</read_only>\n", blocks.IsReadOnly(f.Path, data))
 			if limit, ok := blocks.Limit(data); ok {
 				fmt.Fprintf(&pinned, "<chars_current>%d</chars_current>\n<chars_limit>%d</chars_limit>\n", blocks.BodyLen(data), limit)
 			}
-			fmt.Fprintf(&pinned, "<value>\n%s\n</value>\n</%s>\n", strings.TrimRight(string(fm.Body), "\n"), f.Path)
+			fmt.Fprintf(&pinned, "<value>\n%s\n</value>\n</%s>\n", strings.TrimRight(string(fm.Body), "\n"), tag)
 			continue
 		}
 		desc, ok := a.ctxCache.descs[f.Blob]
@@ -121,20 +134,67 @@ func (a *Agent) Context() (Context, error) {
 
 // describe is a file's description: its front matter's, else its first
 // non-empty line (cut at 120 characters).
+// A binary file (see isBinary) is "(binary, N bytes)": its bytes never
+// reach the prompt.
 func describe(data []byte) string {
+	if isBinary(data) {
+		return binaryLine(data)
+	}
 	fm := blocks.Parse(data)
 	if d, ok := fm.Get("description"); ok && d != "" {
-		return d
+		return oneLine(d)
 	}
 	for _, l := range strings.Split(string(fm.Body), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			if r := []rune(l); len(r) > 120 {
 				l = string(r[:120]) + "…"
 			}
-			return l
+			return oneLine(l)
 		}
 	}
 	return ""
+}
+
+// binarySniff is how much of a file isBinary looks at, as git's
+// buffer_is_binary does (first 8000 bytes).
+const binarySniff = 8000
+
+// isBinary reports bytes that are not text to show in a prompt: a NUL in
+// the first 8000 bytes (git's rule), bytes there that are not UTF-8, or a
+// control character other than tab, newline, carriage return and form
+// feed.
+func isBinary(data []byte) bool {
+	head := data
+	if len(head) > binarySniff {
+		head = head[:binarySniff]
+		// A UTF-8 sequence cut at the edge is not a fault of the file.
+		for i := 0; i < utf8.UTFMax && len(head) > 0 && !utf8.RuneStart(data[len(head)]); i++ {
+			head = head[:len(head)-1]
+		}
+	}
+	if !utf8.Valid(head) {
+		return true
+	}
+	for _, r := range string(head) {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f' || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryLine is what the context shows for a binary file.
+func binaryLine(data []byte) string { return fmt.Sprintf("(binary, %d bytes)", len(data)) }
+
+// oneLine is s with every control character (a newline, an escape) as a
+// space: a description or a name never breaks the context's lines.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 type treeFile struct{ path, desc string }
@@ -156,6 +216,9 @@ func renderTree(files []treeFile, maxLines, maxChars, maxChildren int) (string, 
 		n := root
 		parts := strings.Split(f.path, "/")
 		for i, p := range parts {
+			if reminders.BadName(p) {
+				p = strconv.Quote(p) // one line, and the agent sees the bytes
+			}
 			c, ok := n.children[p]
 			if !ok {
 				c = &treeNode{children: map[string]*treeNode{}}

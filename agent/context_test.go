@@ -13,9 +13,11 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 func TestContext_Rendering(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	fixture.ImportInto(t, "small", srv.RepoDir("ctx"))
 	a, err := open(t, newConfig(t, srv, token, nil), "ctx")
@@ -59,6 +61,7 @@ func TestContext_Rendering(t *testing.T) {
 }
 
 func TestContext_BudgetsAndCache(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -67,9 +70,12 @@ func TestContext_BudgetsAndCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 10,000 files: 40 folders of 250 (over 50 per folder) in one commit.
-	for i := 0; i < 10000; i++ {
-		p := filepath.Join(a.Dir(), fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%05d.md", i))
+	// 10,000 files in a soak, 3,000 in the suite: folders of 250 (over 50
+	// per folder; 12 folders already pass the 500-line budget) in one commit.
+	folders := soak.Int(12, 40)
+	files := folders * 250
+	for i := 0; i < files; i++ {
+		p := filepath.Join(a.Dir(), fmt.Sprintf("d%02d", i%folders), fmt.Sprintf("f%05d.md", i))
 		os.MkdirAll(filepath.Dir(p), 0o700)
 		os.WriteFile(p, []byte(fmt.Sprintf("---\ndescription: note %d\n---\nbody %d\n", i, i)), 0o600)
 	}
@@ -98,10 +104,13 @@ func TestContext_BudgetsAndCache(t *testing.T) {
 		}
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	if took[10] > 5*time.Millisecond {
-		t.Fatalf("cached context of a 10,000-file memory: median %s, want under 5 ms", took[10])
+	// A cached answer reads one ref: 5 ms on a quiet machine, with room for
+	// a suite running side by side.
+	limit := soak.Duration(25*time.Millisecond, 5*time.Millisecond)
+	if took[10] > limit {
+		t.Fatalf("cached context of a %d-file memory: median %s, want under %s", files, took[10], limit)
 	}
-	t.Logf("cached context, 10,000 files: median %s", took[10])
+	t.Logf("cached context, %d files: median %s", files, took[10])
 
 	// letta-code's format: rendered once per revision (every .md read), then
 	// cached like memfsd's.
@@ -115,9 +124,9 @@ func TestContext_BudgetsAndCache(t *testing.T) {
 	if again, err := a.ContextAs(agent.FormatLettaCode); err != nil || again.Text != lc.Text {
 		t.Fatal("cached letta-code answer differs")
 	}
-	if cached := time.Since(start); cached > 5*time.Millisecond {
-		t.Fatalf("cached letta-code context of a 10,000-file memory: %s, want under 5 ms", cached)
+	if cached := time.Since(start); cached > limit {
+		t.Fatalf("cached letta-code context of a %d-file memory: %s, want under %s", files, cached, limit)
 	} else {
-		t.Logf("letta-code context, 10,000 files: %s rendered, %s cached", first, cached)
+		t.Logf("letta-code context, %d files: %s rendered, %s cached", files, first, cached)
 	}
 }

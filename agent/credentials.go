@@ -47,7 +47,8 @@ type tokenState struct {
 
 // NewCredentials reads file (the fallback token, e.g. MEMFSD_TOKEN, stands
 // while the file is empty). An unreadable file is an error at start: there
-// is no last good token to keep.
+// is no last good token to keep; so is an empty one without a fallback,
+// which would otherwise surface later as the remote's auth failure.
 func NewCredentials(file, fallback string, log *slog.Logger) (*Credentials, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -55,6 +56,9 @@ func NewCredentials(file, fallback string, log *slog.Logger) (*Credentials, erro
 	c := &Credentials{file: file, log: log}
 	c.cur.Store(&tokenState{token: fallback})
 	tok, fi, err := c.read()
+	if errors.Is(err, errEmptyToken) && fallback == "" {
+		return nil, fmt.Errorf("token-file %s: %w and there is no other token: put the token in it (one line) and start again; once memfsd runs it re-reads the file without a restart", file, err)
+	}
 	if err != nil && !errors.Is(err, errEmptyToken) {
 		return nil, fmt.Errorf("token-file %s: %w", file, err)
 	}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCredentials_RefreshSeesRenameOverAtSameSizeAndTime(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "token")
 	os.WriteFile(p, []byte("token-one\n"), 0o600)
@@ -40,12 +41,23 @@ func TestCredentials_RefreshSeesRenameOverAtSameSizeAndTime(t *testing.T) {
 }
 
 func TestCredentials_EmptyOrUnreadableKeepsLastGood(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := filepath.Join(t.TempDir(), "token")
 	if _, err := agent.NewCredentials(p, "", log); err == nil || !strings.Contains(err.Error(), p) {
 		t.Fatalf("a missing file at start: err = %v, want one naming %s", err, p)
 	}
+	// Empty at start: an error naming the file without a fallback token;
+	// with one, the fallback stands.
+	os.WriteFile(p, []byte("\n"), 0o600)
+	if _, err := agent.NewCredentials(p, "", log); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "put the token in it") {
+		t.Fatalf("an empty file at start: err = %v, want one naming %s and the next step", err, p)
+	}
+	if c, err := agent.NewCredentials(p, "fallback-tok", log); err != nil || c.Token() != "fallback-tok" {
+		t.Fatalf("an empty file beside a fallback: %v", err)
+	}
+	logs.Reset()
 	os.WriteFile(p, []byte("secret-good-1"), 0o600)
 	c, err := agent.NewCredentials(p, "", log)
 	if err != nil {
@@ -78,6 +90,7 @@ func TestCredentials_EmptyOrUnreadableKeepsLastGood(t *testing.T) {
 
 // Requests read the token while rotations store it (run with -race).
 func TestCredentials_ConcurrentRotation(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(p, []byte("tok-0"), 0o600)
 	c, err := agent.NewCredentials(p, "", nil)

@@ -85,7 +85,7 @@ func (a *Agent) History(path string, limit int) (History, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return History{}, fmt.Errorf("history: limit %d: want 1 to %d: %w", limit, MaxHistoryLimit, ErrBadHistoryInput)
 	}
-	cs, err := repo.History(memoriesRel(path), limit)
+	cs, err := boundedRead(a, "history", func() ([]gitmem.HistoryCommit, error) { return repo.History(memoriesRel(path), limit) })
 	if err != nil {
 		return History{}, historyErr(err)
 	}
@@ -115,7 +115,7 @@ func (a *Agent) FileAt(path, rev string) (FileAtRef, error) {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	f, err := repo.FileAt(memoriesRel(path), rev)
+	f, err := boundedRead(a, "file at "+rev, func() (gitmem.FileAtRevision, error) { return repo.FileAt(memoriesRel(path), rev) })
 	if err != nil {
 		return FileAtRef{}, historyErr(err)
 	}

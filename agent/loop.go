@@ -18,6 +18,7 @@ func (a *Agent) Changed(rel string) {
 		a.firstSeen = time.Now()
 	}
 	a.pending[rel] = true
+	a.lastSeen = time.Now()
 	delay := a.Debounce
 	// A file written without pause still gets committed: at most
 	// maxDelay after the first event of a burst.
@@ -61,24 +62,43 @@ func (a *Agent) commitLoop() {
 		case <-a.ctx.Done():
 			return
 		case <-a.flushTimer.C:
-			a.flush()
+			a.safely("commit", a.flushSettled)
 		case <-a.rescanC:
-			a.rescan()
+			a.safely("rescan", a.rescan)
 		}
 	}
 }
 
 // flush commits each pending path through the pipeline (one commit per
 // file); a path whose commit failed stays pending for the next flush.
-func (a *Agent) flush() {
+func (a *Agent) flush() { a.flushPending(false) }
+
+// flushSettled is flush at the debounce timer: a burst with deletions
+// waits for deleteSettle of quiet first (a turn or shutdown does not).
+func (a *Agent) flushSettled() { a.flushPending(true) }
+
+func (a *Agent) flushPending(settle bool) {
 	a.mu.Lock()
 	paths := make([]string, 0, len(a.pending))
 	for p := range a.pending {
 		paths = append(paths, p)
 	}
+	left := a.deleteSettleLeft()
+	a.mu.Unlock()
+	if settle && left > 0 && slices.ContainsFunc(paths, func(p string) bool { return !a.workExists(p) }) {
+		a.mu.Lock()
+		a.flushTimer.Reset(left)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Lock()
+	paths = paths[:0]
+	for p := range a.pending {
+		paths = append(paths, p)
+	}
 	clear(a.pending)
 	a.mu.Unlock()
-	if len(paths) == 0 || a.repository() == nil {
+	if (len(paths) == 0 && !a.personGitWaiting()) || a.repository() == nil {
 		return
 	}
 	slices.Sort(paths)
@@ -86,15 +106,28 @@ func (a *Agent) flush() {
 	if out.Committed > 0 && a.Hooks.Committed != nil {
 		a.Hooks.Committed(out.Committed)
 	}
+	again := out.Failed // failed on their own: the others are in
 	if err != nil {
 		a.log.Error("commit failed; kept for the next try", "paths", len(paths), "err", err)
+		again = paths
+	}
+	if len(again) > 0 {
 		a.mu.Lock()
-		for _, p := range paths {
+		for _, p := range again {
 			a.pending[p] = true
 		}
 		a.mu.Unlock()
 		a.flushTimer.Reset(maxDelay)
 	}
+}
+
+// deleteSettleLeft is how much longer a burst that deletes files waits
+// for quiet before its commit (0: commit now). Under a.mu.
+func (a *Agent) deleteSettleLeft() time.Duration {
+	if a.flushTimer == nil {
+		return 0
+	}
+	return max(min(time.Until(a.lastSeen.Add(deleteSettle)), time.Until(a.firstSeen.Add(maxDelay))), 0)
 }
 
 // rescan queues every path that differs from HEAD, except held deletions.
@@ -129,7 +162,7 @@ func (a *Agent) rescan() {
 // sync per turn (and per pull interval) until the agent is closed.
 func (a *Agent) syncLoop() {
 	defer a.wg.Done()
-	a.startup()
+	a.safely("start-up sync", a.startup)
 	var pull <-chan time.Time
 	if a.PullInterval > 0 {
 		t := time.NewTicker(a.PullInterval)
@@ -149,16 +182,19 @@ func (a *Agent) syncLoop() {
 			a.started++
 			gen := a.started
 			a.mu.Unlock()
-			res := a.turnOnce()
+			var res TurnResult
+			if !a.safely("sync", func() { res = a.turnOnce() }) {
+				res = TurnResult{Outcome: OutcomeFailed, Error: "internal error (panic): see the agent's status", Status: a.Status(false)}
+			}
 			a.mu.Lock()
 			a.finished, a.last = gen, res
 			a.done.Broadcast()
 			a.mu.Unlock()
 		case <-pull:
-			a.turnOnce()
+			a.safely("sync", func() { a.turnOnce() })
 		case <-cloneRetry:
 			cloneRetry = nil
-			a.startup()
+			a.safely("start-up sync", a.startup)
 		}
 	}
 }
@@ -174,7 +210,9 @@ func (a *Agent) startup() {
 			return
 		}
 	}
-	if _, err := a.Sync(a.ctx, SyncOptions{}); err != nil && !errors.Is(err, ErrMassDeleteHeld) {
+	if _, err := a.Sync(a.ctx, SyncOptions{}); errors.Is(err, ErrPersonGitInProgress) {
+		a.log.Info("start-up sync waits on a person's git operation in the folder", "err", err)
+	} else if err != nil && !errors.Is(err, ErrMassDeleteHeld) {
 		a.log.Warn("start-up sync failed; retried at the next turn", "class", string(retry.ClassOf(err)), "err", err)
 	}
 }
@@ -244,11 +282,18 @@ func (a *Agent) turnOnce() TurnResult {
 		tr.Error = err.Error()
 	}
 	tr.Status = a.Status(false)
+	if werr := WriteProblemsError(tr.Status.WriteProblems); werr != nil && err == nil {
+		// A direct write that was not saved is not "pushed": the turn
+		// says which file and why (the others were pushed, in Pushed).
+		tr.Outcome, tr.Error = OutcomeFailed, werr.Error()
+	}
 	return tr
 }
 
 func outcomeOf(err error, res *SyncResult) string {
 	switch {
+	case errors.Is(err, ErrPersonGitInProgress):
+		return OutcomeDelayed
 	case err != nil && retry.ClassOf(err) == retry.ClassRetryable:
 		return OutcomeDelayed
 	case err != nil:
@@ -273,14 +318,19 @@ func (a *Agent) repackLoop() {
 		case <-a.ctx.Done():
 			return
 		case <-a.repackC:
-			repo := a.repository()
-			if repo == nil {
-				continue
-			}
-			if _, err := repo.Repack(a.ctx, gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) && !errors.Is(err, gitmem.ErrPacksChanged) && a.ctx.Err() == nil {
-				a.log.Warn("repack failed; the objects stay as they are (loose objects are as safe as packed ones)", "err", err)
-			}
+			a.safely("repack", a.repackOnce)
 		}
+	}
+}
+
+// repackOnce is one repack of the repack loop.
+func (a *Agent) repackOnce() {
+	repo := a.repository()
+	if repo == nil {
+		return
+	}
+	if _, err := repo.Repack(a.ctx, gitmem.DefaultRepackLoose); err != nil && !errors.Is(err, gitmem.ErrGCRunning) && !errors.Is(err, gitmem.ErrPacksChanged) && a.ctx.Err() == nil {
+		a.log.Warn("repack failed; the objects stay as they are (loose objects are as safe as packed ones)", "err", err)
 	}
 }
 

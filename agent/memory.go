@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -25,14 +27,14 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) { return a.memoryTool("") }
 // memoryTool is MemoryTool whose commits carry trailer (when not empty) as
 // a last line of their message.
 func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
-	return a.memoryToolAs(trailer, nil)
+	return a.memoryToolAs(trailer, nil, nil)
 }
 
 // memoryToolAs is memoryTool whose commits are by author (nil: the
-// repository's own author).
-func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool.Tool, error) {
-	repo := a.repository()
-	if repo == nil {
+// repository's own author). onMissing, when set, learns of a commit that
+// failed on a missing object (runHealing).
+func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature, onMissing func(*gitmem.Repo, error)) (*memtool.Tool, error) {
+	if a.repository() == nil {
 		return nil, ErrNotReady
 	}
 	var secrets []memtool.SecretPattern
@@ -54,27 +56,74 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 		// against HEAD, under the pipeline's lock: a block the agent
 		// unlocked on disk behind the tool's back is still read-only.
 		Commit: func(paths []string, message string) (string, error) {
+			// Under writeMu: the repository as it is now (a rebuild of
+			// the .git swaps it under writeMu).
+			repo := a.repository()
+			if repo == nil {
+				return "", ErrNotReady
+			}
 			if trailer != "" {
 				message = strings.TrimRight(message, "\n") + "\n\n" + trailer
+			}
+			guard := func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+				verdicts, err := toolGuard(b, secrets, rules)
+				if err == nil {
+					// letta-code's tree rules, on the whole tree after
+					// the command: all of its files or none.
+					var held map[int]*blocks.TreeConstraintsError
+					if held, err = a.treeGuard(b, nil, true); err == nil {
+						for i := range b.Views {
+							if e := held[i]; e != nil {
+								return nil, &blocks.RefusedError{Path: b.Views[i].Path, Err: e}
+							}
+						}
+					}
+				}
+				if err == nil {
+					err = a.checkBudget(b) // under the same lock: nothing slips in between
+				}
+				var over *BudgetError
+				if errors.As(err, &over) {
+					err = &memtool.Refusal{Text: over.Error()}
+				}
+				return verdicts, err
+			}
+			// A person's git operation in the folder: the files are
+			// written, the commit waits for it and lands on top of the
+			// person's (persongit.go). Under writeMu, as every commit.
+			// The tool's checks answer now all the same (a write they
+			// refuse is undone), unless git holds index.lock (a commit
+			// -a or with paths): then the deferred commit judges it as a
+			// direct write, held with a reminder.
+			if pg := a.personGit(repo); pg != nil && pg.Holding {
+				if !slices.Contains(pg.Signs, "index.lock") {
+					_, err := repo.Commit(gitmem.CommitRequest{Paths: paths, One: true, Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+						if _, err := guard(b); err != nil {
+							return nil, err
+						}
+						return nil, errChecksOnly
+					}})
+					if err != nil && !errors.Is(err, errChecksOnly) && !errors.Is(err, gitstore.ErrLocked) {
+						return "", err
+					}
+				}
+				a.deferCommit(paths, message, author)
+				return "", repo.SyncFiles()
 			}
 			res, err := repo.Commit(gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,
 				Author:  author,
 				Message: func(gitmem.PathView) string { return message },
-				Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
-					verdicts, err := toolGuard(b, secrets, rules)
-					if err == nil {
-						err = a.checkBudget(b) // under the same lock: nothing slips in between
-					}
-					var over *BudgetError
-					if errors.As(err, &over) {
-						err = &memtool.Refusal{Text: over.Error()}
-					}
-					return verdicts, err
-				},
+				Guard:   guard,
 			})
 			a.repackSoon(repo)
+			if gitmem.MissingObject(err) {
+				a.noteMissing(repo, err)
+				if onMissing != nil {
+					onMissing(repo, err)
+				}
+			}
 			if err != nil {
 				return "", err
 			}
@@ -85,6 +134,10 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 		},
 	}, nil
 }
+
+// errChecksOnly stops a commit once its guard has passed: the tool's
+// checks of a write whose commit waits on a person's git operation.
+var errChecksOnly = errors.New("checked, not committed")
 
 // SetBlock is the operator's way to change a read-only block: it writes
 // content to the block and commits it (the push follows at the next sync).
@@ -105,9 +158,23 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	if repo = a.repository(); repo == nil { // a rebuild of the .git swaps it under writeMu
+		return "", fmt.Errorf("block set %s: %w", name, ErrNotReady)
+	}
+	if pg := a.personGit(repo); pg != nil && pg.Holding {
+		return "", fmt.Errorf("block set %s: %w (%s): run it again when that ends", name, ErrPersonGitInProgress, strings.Join(pg.Signs, ", "))
+	}
 	head, err := a.operatorVersion(repo, rel)
 	if err != nil {
 		return "", fmt.Errorf("block set %s: read HEAD's version for its front matter: %w", name, err)
+	}
+	// What the change replaces: an approval made before the remote's tip
+	// is known is bound to the first tip that still has it.
+	var prev plumbing.Hash
+	if cur, ok, err := repo.HeadFile(rel); err != nil {
+		return "", fmt.Errorf("block set %s: read HEAD's version: %w", name, err)
+	} else if ok {
+		prev = plumbing.ComputeHash(plumbing.BlobObject, cur)
 	}
 	content, kept := blocks.KeepFrontMatter(head, content)
 	if kept {
@@ -128,10 +195,10 @@ func (a *Agent) SetBlock(name string, content []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("block set %s: read the remote tip: %w", name, err)
 	}
-	if err := a.approveBlock(rel, content, base); err != nil {
+	if err := a.approveBlock(rel, content, base, prev); err != nil {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}
-	_, err = repo.CommitWrite([]string{rel}, "memfsd: operator set "+rel)
+	_, err = repo.CommitOperator([]string{rel}, "memfsd: operator set "+rel)
 	if err != nil && !errors.Is(err, gitmem.ErrNothingToCommit) {
 		return "", fmt.Errorf("block set %s: %w", name, err)
 	}

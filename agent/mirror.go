@@ -242,8 +242,8 @@ func (a *Agent) pushMirrorOnce(ctx context.Context, repo *gitmem.Repo, u string,
 		Replaced: res.Replaced, TookMS: time.Since(start).Milliseconds()}
 	switch {
 	case err != nil:
-		err = &mirrorError{err: retry.Wrap("mirror "+a.ID, err), agent: a.ID}
-		e.Outcome, e.Class, e.Error, e.NextStep = "failed", string(retry.ClassOf(err)), err.Error(), retry.NextStep(err)
+		err = &mirrorError{err: retry.Wrap("mirror "+a.ID, err), agent: a.ID, home: a.cfg.HomeArg()}
+		e.Outcome, e.Class, e.Error, e.NextStep = "failed", string(retry.ClassOf(err)), mirrorMessage(err), retry.NextStep(err)
 	case res.Tip.IsZero():
 		return e, nil // the primary has no commit yet: nothing to log
 	case res.From == res.Tip:
@@ -255,11 +255,50 @@ func (a *Agent) pushMirrorOnce(ctx context.Context, repo *gitmem.Repo, u string,
 	return e, err
 }
 
+// DefaultHome is memfsd's home when --home and MEMFSD_HOME are not set:
+// ~/.memfsd.
+func DefaultHome() string {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(h, ".memfsd")
+}
+
+// HomeArg is " --home <home>" for a command a next step tells a person to
+// run, when the home is not the default ("" when it is): the command must
+// reach the same home as the daemon that said it.
+func (c *Config) HomeArg() string {
+	if c == nil || c.Home == "" || filepath.Clean(c.Home) == DefaultHome() {
+		return ""
+	}
+	return " --home " + shellQuote(c.Home)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// mirrorMessage is a failed mirror push's message with its class said
+// once: the class is shown beside it (status, log), not inside it too.
+func mirrorMessage(err error) string {
+	var re *retry.Error
+	if errors.As(err, &re) {
+		return re.Op + ": " + re.Err.Error()
+	}
+	return err.Error()
+}
+
 // mirrorError is a failed mirror push; its next step is about the mirror,
 // not the primary (whose commits are safe whatever the mirror does).
 type mirrorError struct {
 	err   error
 	agent string
+	home  string // HomeArg: the commands named carry --home when not the default
 }
 
 func (e *mirrorError) Error() string { return e.err.Error() }
@@ -268,16 +307,16 @@ func (e *mirrorError) Unwrap() error { return e.err }
 // NextStep says what to do about the mirror (retry.Stepper).
 func (e *mirrorError) NextStep() string {
 	if errors.Is(e.err, gitmem.ErrMirrorDiverged) {
-		return fmt.Sprintf("the mirror has commits the primary does not (someone pushed to it); memfsd does not overwrite them: look at them there, keep what matters on the primary, then run `memfsd mirror push --agent %s --force` to make the mirror a copy of the primary again", e.agent)
+		return fmt.Sprintf("the mirror has commits the primary does not (someone pushed to it); memfsd does not overwrite them: look at them there, keep what matters on the primary, then run `memfsd mirror push --agent %s%s --force` to make the mirror a copy of the primary again", e.agent, e.home)
 	}
 	const safe = " The primary has every commit; the mirror catches up once this is fixed."
 	switch retry.ClassOf(e.err) {
 	case retry.ClassRetryable, retry.ClassNonFastForward:
 		return "the mirror or the network failed for now; memfsd retries with backoff and pushes the primary's newest tip." + safe
 	case retry.ClassAuth:
-		return "the mirror refused the credentials: check MEMFSD_MIRROR_TOKEN / --mirror-token-file (the primary's token goes only to a mirror on the primary's host); tried again at the next primary push or `memfsd mirror push`." + safe
+		return "the mirror refused the credentials: check MEMFSD_MIRROR_TOKEN / --mirror-token-file (the primary's token goes only to a mirror on the primary's host); tried again at the next primary push or `memfsd mirror push --agent " + e.agent + e.home + "`." + safe
 	case retry.ClassNotFound:
-		return fmt.Sprintf("the mirror has no such repository: create it on its host (empty) or fix the URL (`memfsd mirror set --agent %s --url ...` or --mirror-template)."+safe, e.agent)
+		return fmt.Sprintf("the mirror has no such repository: create it on its host (empty) or fix the URL (`memfsd mirror set --agent %s%s --url ...` or --mirror-template)."+safe, e.agent, e.home)
 	}
 	return retry.NextStep(e.err) + safe
 }

@@ -13,6 +13,7 @@ import (
 // TestConfig_MirrorTemplate: --mirror-template follows --remote-template's
 // rules, and its credentials become the mirror's, never stored or shown.
 func TestConfig_MirrorTemplate(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{
 		"https://mirror.example.com/memory.git",               // no {agent}: every agent into one repository
 		"https://{agent}.example.com/memory.git",              // {agent} in the host
@@ -56,6 +57,7 @@ func TestConfig_MirrorTemplate(t *testing.T) {
 // TestMirrorRemote_TokenStaysOnItsHost: without a mirror token, the
 // primary's token goes to a mirror on the primary's host only.
 func TestMirrorRemote_TokenStaysOnItsHost(t *testing.T) {
+	t.Parallel()
 	cfg := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", Token: "primary-tok"}
 	a, err := New(cfg, "a1")
 	if err != nil {
@@ -91,6 +93,7 @@ func TestMirrorRemote_TokenStaysOnItsHost(t *testing.T) {
 // the file's current token; with only the primary's token file, a mirror
 // on the primary's host gets the primary's current token.
 func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	primary, mirror := filepath.Join(dir, "primary"), filepath.Join(dir, "mirror")
 	os.WriteFile(primary, []byte("p1\n"), 0o600)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -105,6 +106,11 @@ func (a *Agent) kickMirror() {
 
 func (m *mirrorLoop) run(ctx context.Context) {
 	defer close(m.done)
+	defer func() { // a panic ends the mirror loop only: never the agent, never the daemon
+		if v := recover(); v != nil {
+			m.a.log.Error("internal error (panic) in the mirror loop; the mirror stops until the next start", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
 	p := m.a.cfg.Retry
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.Multiplier, b.MaxInterval = p.Initial, p.Multiplier, p.Max
@@ -242,8 +248,8 @@ func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (MirrorPus
 	}
 	var e MirrorPush
 	if same(m.url, m.a.remote().URL) {
-		err = &mirrorError{err: retry.Wrap("mirror "+m.a.ID, fmt.Errorf("the mirror %s is the agent's primary remote: set another (memfsd mirror set) or unset it", RedactURL(m.url))), agent: m.a.ID}
-		e = MirrorPush{At: time.Now().UTC(), Outcome: "failed", Class: string(retry.ClassOf(err)), Error: err.Error(), NextStep: retry.NextStep(err)}
+		err = &mirrorError{err: retry.Wrap("mirror "+m.a.ID, fmt.Errorf("the mirror %s is the agent's primary remote: set another (memfsd mirror set --agent %s%s --url ...) or unset it", RedactURL(m.url), m.a.ID, m.a.cfg.HomeArg())), agent: m.a.ID, home: m.a.cfg.HomeArg()}
+		e = MirrorPush{At: time.Now().UTC(), Outcome: "failed", Class: string(retry.ClassOf(err)), Error: mirrorMessage(err), NextStep: retry.NextStep(err)}
 	} else {
 		p := m.a.cfg.Retry.AttemptTimeout
 		if p <= 0 {
@@ -290,7 +296,7 @@ func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
 	}
 	m.failures++
 	class := retry.ClassOf(err)
-	m.lastErr = &LastError{Class: string(class), Message: err.Error(), At: e.At, Attempts: m.failures, NextStep: retry.NextStep(err)}
+	m.lastErr = &LastError{Class: string(class), Message: mirrorMessage(err), At: e.At, Attempts: m.failures, NextStep: retry.NextStep(err)}
 	m.state = MirrorError
 	if retryAgain(err) {
 		m.state = MirrorRetrying
@@ -330,10 +336,17 @@ func (a *Agent) Mirror(withLog bool) *MirrorStatus {
 	var st MirrorStatus
 	if m := a.mirrorLoop(); m != nil {
 		st = m.status()
-		if st.LastPushedTip == "" {
+		if st.LastPushedTip == "" || st.PrimaryTip == "" {
+			// A loop that has not pushed yet (right after mirror set)
+			// knows nothing itself: what the repository knows is true.
 			if repo := a.repository(); repo != nil {
-				if h, err := repo.MirrorHead(); err == nil {
-					st.LastPushedTip = hashString(h)
+				if pos, err := repo.MirrorPosition(); err == nil {
+					if st.LastPushedTip == "" {
+						st.LastPushedTip = hashString(pos.Mirror)
+					}
+					if st.PrimaryTip == "" {
+						st.PrimaryTip, st.Pending = hashString(pos.Primary), pos.Pending
+					}
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
@@ -46,6 +47,9 @@ type commitOutcome struct {
 	Committed int
 	Held      []string // deletions held by the mass-delete guard
 	Restored  []string // read-only writes undone
+	// Failed are paths whose commit failed on their own (a full disk):
+	// the others were committed; these stay pending.
+	Failed []string
 }
 
 // commitDirect commits paths written straight into the folder, one commit
@@ -54,24 +58,131 @@ type commitOutcome struct {
 // undone (its bytes kept under .git/memfsd/rejected/) and a mass deletion is
 // held unless acceptDeletes. The watcher's flush, a rescan and `memfsd
 // sync` all come here, so they decide alike. Holds are recorded on disk.
+//
+// While a person's git operation is in progress in the folder (persongit.go)
+// nothing is committed: the paths stay pending until it ends. Then the
+// memory-tool commits that waited go first, in order, with their own
+// messages, and the paths after them. A path someone else staged is left
+// alone (theirs to commit).
 func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome, error) {
 	var out commitOutcome
 	repo := a.repository()
-	if repo == nil || len(paths) == 0 {
+	if repo == nil || (len(paths) == 0 && !a.personGitWaiting()) {
 		return out, nil
 	}
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	secrets := map[string]string{}             // path → pattern, filled by the guard
-	limits := map[string]reminders.LimitOver{} // files committed over their limit
-	broken := map[string]bool{}                // front matter broken, held
-	res, err := repo.Commit(gitmem.CommitRequest{
-		Paths:   paths,
-		Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		Guard:   directWriteGuard(acceptDeletes, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken),
-		Keep:    a.keepRejected,
-	})
+	if repo = a.repository(); repo == nil { // a rebuild of the .git may have swapped it
+		return out, ErrNotReady
+	}
+	if pg := a.personGit(repo); pg != nil && pg.Holding {
+		a.holdForPerson(paths)
+		return out, nil
+	}
+	deferred := a.takeDeferred()
+	for i, d := range deferred {
+		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
+			Paths: d.paths, One: true, Author: d.author,
+			Message: func(gitmem.PathView) string { return d.message },
+		}, false)
+		out.add(o)
+		if err != nil {
+			a.requeueDeferred(deferred[i+1:])
+			return out, err
+		}
+	}
+	if len(paths) > 0 {
+		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
+			Paths:   paths,
+			Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
+		}, acceptDeletes)
+		out.add(o)
+		if err != nil {
+			return out, err
+		}
+	}
+	a.releaseTurn()
+	return out, nil
+}
+
+func (o *commitOutcome) add(p commitOutcome) {
+	o.Deleted = append(o.Deleted, p.Deleted...)
+	o.Committed += p.Committed
+	o.Held = append(o.Held, p.Held...)
+	o.Restored = append(o.Restored, p.Restored...)
+	o.Failed = append(o.Failed, p.Failed...)
+}
+
+// commitGuarded is one commit request of direct writes through the
+// pipeline, judged by directWriteGuard, with its holds recorded. Under
+// writeMu.
+func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, acceptDeletes bool) (commitOutcome, error) {
+	var out commitOutcome
+	secrets := map[string]string{}                  // path → pattern, filled by the guard
+	limits := map[string]reminders.LimitOver{}      // files committed over their limit
+	broken := map[string]bool{}                     // front matter broken, held
+	tree := map[string][]string{}                   // letta-code's tree rules broken more, held
+	problems := map[string]reminders.WriteProblem{} // too large, bad name, failed
+	paths := req.Paths
+	holding := a.heldStillGone()
+	mk := func(paths []string) gitmem.CommitRequest {
+		r := req
+		r.Paths = paths
+		r.Guard = oddInputGuard(a.maxFileBytes(), problems, a.withTreeGuard(directWriteGuard(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
+		r.Keep = a.keepRejected
+		r.SkipStaged = true
+		return r
+	}
+	res, err := repo.Commit(mk(paths))
+	a.noteMissing(repo, err) // a rebuild at the next sync, once confirmed (heal.go)
+	if err != nil && perFileFailure(err) && !req.One {
+		// One file's failure (a full disk for its blob) must not stop the
+		// files written beside it: each is then a commit of its own, and
+		// only the one that fails stays uncommitted.
+		a.log.Warn("commit of a batch failed; committing its files one by one", "paths", len(paths), "err", err)
+		if len(paths) == 1 {
+			problems[paths[0]] = problemOf(paths[0], err)
+			res, err = gitmem.CommitResult{}, nil
+		} else {
+			res, err = a.commitEach(repo, paths, mk, problems)
+		}
+	}
+	for p, w := range problems {
+		w.Detail = a.AgentFacing(w.Detail) // the agent reads it
+		problems[p] = w
+		if w.Cause == reminders.CauseDiskFull || w.Cause == reminders.CauseWriteFailed {
+			out.Failed = append(out.Failed, p)
+		}
+	}
+	slices.Sort(out.Failed)
+	for _, w := range a.updateWriteProblems(paths, problems) {
+		a.log.Warn("a direct write was not saved", "path", w.Path, "cause", w.Cause, "detail", w.Detail)
+	}
 	a.repackSoon(repo)
+	if len(res.Staged) > 0 {
+		// Someone else staged them: left as they are, looked at again
+		// until they are committed (by them) or unstaged — or, left
+		// staged past the bound, committed as staged by memfsd (not as
+		// the agent's write), the agent's bytes then on top.
+		a.log.Debug("paths staged by someone else left uncommitted", "paths", res.Staged)
+		a.mu.Lock()
+		for _, p := range res.Staged {
+			a.pending[p] = true
+		}
+		a.mu.Unlock()
+		if left := a.stagedLeft(req.Paths, res.Staged); len(left) > 0 {
+			msg := "memfsd: commit what was left staged in the folder\n\nStaged by someone else and left uncommitted for " + (stagedLeftAfter * a.cfg.personGitWait()).String() + ":\n" + strings.Join(left, "\n")
+			if h, serr := repo.CommitStaged(left, msg, gitmem.Signature{Name: "memfsd", Email: "memfsd@memfsd.local"}); serr != nil {
+				a.log.Warn("committing what was left staged failed; tried again", "paths", left, "err", serr)
+			} else {
+				out.Committed++
+				a.log.Warn("committed what someone else left staged in the folder past the bound, as memfsd (not as the agent's write)", "paths", left, "commit", h.String())
+			}
+		}
+		a.pollPersonGit(maxDelay)
+	} else {
+		a.stagedLeft(req.Paths, nil)
+	}
 	if len(res.Skipped) > 0 {
 		a.noteSkipped(res.Skipped, false)
 	}
@@ -87,7 +198,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	var deletes []string
 	for _, p := range res.Held {
-		if _, ok := secrets[p]; !ok && !broken[p] {
+		if _, ok := secrets[p]; !ok && !broken[p] && tree[p] == nil && problems[p].Cause == "" {
 			deletes = append(deletes, p)
 		}
 	}
@@ -104,6 +215,12 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	if ferr := a.updateFrontMatterHeld(broken, res.Committed); ferr != nil && err == nil {
 		err = ferr
 	}
+	if cerr := a.updateConstraintsHeld(tree, res.Committed, true); cerr != nil && err == nil {
+		err = cerr
+	}
+	for p, why := range tree {
+		a.log.Warn("a direct write breaks letta-code's memory limits: not committed", "path", p, "problems", why)
+	}
 	for p := range broken {
 		a.log.Warn("a direct write breaks the file's front matter: not committed", "path", p)
 	}
@@ -116,13 +233,69 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	return out, err
 }
 
+// oddInputGuard holds, before next sees them, direct writes that must not
+// be committed as they are: a file over max bytes (it would fill the
+// history and delay every file beside it) and a name with a control
+// character or bytes that are not UTF-8 (it would split a commit subject,
+// a listing or a prompt). Their bytes stay in the folder; each is named in
+// problems with its cause.
+func oddInputGuard(max int64, problems map[string]reminders.WriteProblem, next gitmem.Guard) gitmem.Guard {
+	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
+		var held []int
+		rest := b.Views[:0:0]
+		for i, v := range b.Views {
+			switch {
+			case v.Data != nil && reminders.BadName(v.Path):
+				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseBadName, Detail: "a control character or bytes that are not UTF-8 in the name"}
+			case v.Data != nil && int64(len(v.Data)) > max:
+				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseTooLarge, Detail: fmt.Sprintf("%d bytes, the cap is %d", len(v.Data), max), Size: int64(len(v.Data)), Limit: max}
+			default:
+				rest = append(rest, v)
+				continue
+			}
+			held = append(held, i)
+		}
+		if len(held) == 0 {
+			return next(b)
+		}
+		all := b.Views
+		var verdicts []gitmem.Verdict
+		if len(rest) > 0 {
+			b.Views = rest
+			var err error
+			verdicts, err = next(b)
+			b.Views = all
+			if err != nil {
+				return nil, err
+			}
+		}
+		out := make([]gitmem.Verdict, 0, len(all))
+		j := 0
+		for i := range all {
+			if len(held) > 0 && held[0] == i {
+				out = append(out, gitmem.Hold)
+				held = held[1:]
+				continue
+			}
+			if j < len(verdicts) {
+				out = append(out, verdicts[j])
+			}
+			j++
+		}
+		return out, nil
+	}
+}
+
 // directWriteGuard is the pipeline's judgement of direct writes: read-only
 // blocks (and any change of read_only) are restored, text that looks like a
 // credential is held uncommitted (named in secrets), so is a write that
 // breaks front matter that parsed at HEAD or letta-code's front-matter
 // rules (named in broken), a mass
-// deletion held.
-func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
+// deletion held. While deletions are held (holding, the count still gone
+// from the folder), every further deletion joins them: a mass deletion the
+// watcher saw in two batches (a loaded machine, a slow rm) is held whole,
+// not half pushed.
+func directWriteGuard(acceptDeletes bool, holding int, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
 	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 		verdicts := make([]gitmem.Verdict, len(b.Views))
 		deletes, creates := 0, 0
@@ -170,7 +343,7 @@ func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, rule
 		if err != nil {
 			return nil, err
 		}
-		if IsMassDelete(deletes, tracked, tracked-deletes+creates) {
+		if holding > 0 || IsMassDelete(deletes, tracked, tracked-deletes+creates) {
 			for i, v := range b.Views {
 				if v.Kind == gitmem.ChangeDelete && verdicts[i] == gitmem.Accept {
 					verdicts[i] = gitmem.Hold
@@ -179,6 +352,17 @@ func directWriteGuard(acceptDeletes bool, patterns []memtool.SecretPattern, rule
 		}
 		return verdicts, nil
 	}
+}
+
+// heldStillGone counts the held deletions whose files are still gone.
+func (a *Agent) heldStillGone() int {
+	n := 0
+	for _, p := range a.readHeld() {
+		if !a.workExists(p) {
+			n++
+		}
+	}
+	return n
 }
 
 // updateHeld adds newly held deletions to the record and drops committed
@@ -260,9 +444,28 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remote gitmem.Outgoin
 			plan.HoldBack = append(plan.HoldBack, f.Path)
 		}
 	}
-	if len(plan.HoldBack) > 0 {
+	// letta-code's tree rules, on the remote's tree with the range's
+	// files: one that makes it worse is held back like broken front matter.
+	treeHeld, err := a.outgoingTreeGuard(files, remote, plan)
+	if err != nil {
+		return plan, err
+	}
+	if len(treeHeld) > 0 {
+		for p, why := range treeHeld {
+			plan.HoldBack = append(plan.HoldBack, p)
+			a.log.Warn("a commit breaks letta-code's memory limits: held back from the push, left in the folder uncommitted", "path", p, "problems", why)
+		}
+		slices.Sort(plan.HoldBack)
+		if err := a.updateConstraintsHeld(treeHeld, nil, false); err != nil {
+			return plan, err
+		}
+	}
+	if len(plan.HoldBack) > len(treeHeld) {
 		held := map[string]bool{}
 		for _, p := range plan.HoldBack {
+			if treeHeld[p] != nil {
+				continue
+			}
 			held[p] = true
 			a.log.Warn("a commit breaks the file's front matter: held back from the push, left in the folder uncommitted", "path", p)
 		}

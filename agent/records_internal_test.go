@@ -13,6 +13,7 @@ import (
 )
 
 func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
+	t.Parallel()
 	cfg := &Config{Home: t.TempDir()}
 	a, err := New(cfg, "rec")
 	if err != nil {
@@ -55,6 +56,7 @@ func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
 }
 
 func TestRecords_HeldDeletes(t *testing.T) {
+	t.Parallel()
 	cfg := &Config{Home: t.TempDir()}
 	a, _ := New(cfg, "held")
 	if err := a.updateHeld([]string{"b.md", "a.md"}, nil); err != nil {
@@ -78,6 +80,7 @@ func TestRecords_HeldDeletes(t *testing.T) {
 // files are named like rejections: keeping (and pruning, past the limit)
 // rejections neither writes nor removes anything outside.
 func TestRecords_RejectedNeverThroughALink(t *testing.T) {
+	t.Parallel()
 	cfg := &Config{Home: t.TempDir()}
 	a, err := New(cfg, "rec")
 	if err != nil {

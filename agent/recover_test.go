@@ -67,6 +67,7 @@ func syncBoth(t *testing.T, a, b *agent.Agent) (agent.SyncResult, agent.SyncResu
 }
 
 func TestRecover_NonFastForward(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	t.Run("DifferentFiles", func(t *testing.T) {
 		a, b := twoClones(t, srv, "nff1")
@@ -139,6 +140,7 @@ func TestRecover_NonFastForward(t *testing.T) {
 }
 
 func TestRecover_UnrelatedHistory(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	cfg.Retry = fastRetry
@@ -189,6 +191,7 @@ func TestRecover_UnrelatedHistory(t *testing.T) {
 }
 
 func TestRecover_RetryableStatuses(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	cfg.Retry = fastRetry
@@ -242,6 +245,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 }
 
 func TestRecover_AuthIsOneAttempt(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	cfg := newConfig(t, srv, token, nil)
 	cfg.Retry = fastRetry
@@ -265,6 +269,7 @@ func TestRecover_AuthIsOneAttempt(t *testing.T) {
 // with random syncs under random faults; after final syncs every token is
 // on the remote, at its path or in a conflict copy.
 func TestRecover_Property(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))

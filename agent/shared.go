@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // A shared repository is served by one unit per home: an Agent made by
@@ -34,6 +35,7 @@ func NewShared(cfg *Config, name, remoteURL string) (*Agent, error) {
 	}
 	a.folder = cfg.SharedDir(name)
 	a.shared = true
+	a.treeChecks.shared = true
 	a.views = newViewSet()
 	a.remoteOverride = remoteURL
 	a.log = cfg.Logger.With("shared", name)
@@ -79,7 +81,7 @@ func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memto
 		}
 	}
 	author := a.cfg.author(by)
-	tool, err := a.memoryToolAs("", &author)
+	tool, err := a.memoryToolAs("", &author, nil)
 	if err != nil {
 		return memtool.Result{}, err
 	}
@@ -93,18 +95,20 @@ func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memto
 // SharedContext is the shared repository as an attached agent's prompt
 // shows it, after its own memory: the repository's rendering (pinned
 // blocks and file tree) in a <shared_memory> element naming the policy
-// and how to reach it.
-func (a *Agent) SharedContext(write WritePolicy, view string) (string, error) {
+// and how to reach it, in the agent's terms (the tool's shared parameter,
+// its view folder beside its memory), never a host path or command.
+func (a *Agent) SharedContext(write WritePolicy) (string, error) {
 	c, err := a.Context()
 	if err != nil {
 		return "", err
 	}
-	how := "write with the memory tool's shared parameter (memfsd memory --shared " + a.ID + ") or in the folder " + view
+	view := reminders.ViewFolder(a.ID)
+	how := "write with the memory tool's shared parameter (shared=" + a.ID + ") or in your view folder " + view
 	switch write {
 	case WritePropose:
 		how += "; your changes become proposals an operator reviews, not the shared memory itself"
 	case WriteDeny:
-		how = "read only (view it with the memory tool's shared parameter or in the folder " + view + ")"
+		how = "read only (view it with the memory tool's shared parameter, shared=" + a.ID + ", or in your view folder " + view + ")"
 	}
 	return fmt.Sprintf("\n<shared_memory name=%q write=%q>\n%s: /memories below means this repository.\n%s\n</shared_memory>",
 		a.ID, write, how, strings.TrimSpace(c.Text)), nil

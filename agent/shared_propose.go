@@ -33,12 +33,16 @@ type Proposal struct {
 	Paths  []string  `json:"paths"`
 	At     time.Time `json:"at"`
 	Pushed bool      `json:"pushed"`
+	// Failed counts this proposal's failed pushes in a row (a failed one
+	// waits behind the others: see pushPendingProposals).
+	Failed int `json:"failed,omitempty"`
 }
 
 // proposalsFile lists the unit's proposals (newest last).
 const proposalsFile = "proposals.json"
 
-// proposalsKept bounds the proposals listed (the branches stay).
+// proposalsKept bounds the pushed proposals listed (the branches stay);
+// a proposal not pushed yet is never dropped from the record.
 const proposalsKept = 200
 
 // proposeCall runs agent by's write on the shared clone as a proposal:
@@ -84,9 +88,21 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 					heads[p] = head
 				}
 			}
+			// letta-code's tree rules on the tree the proposal is merged
+			// into (letta-code agents may share it): all of the call's
+			// files or none, as the tool's own commits.
+			held, err := a.proposalTreeGuard(repo, files, true)
+			if err != nil {
+				return "", err
+			}
+			for _, p := range paths {
+				if e := held[p]; e != nil {
+					return "", &blocks.RefusedError{Path: p, Err: e}
+				}
+			}
 			// The shared clone goes back to HEAD: the change lives on the
 			// proposal's branch only.
-			err := a.withTree(func(wt *worktree.Dir) error {
+			err = a.withTree(func(wt *worktree.Dir) error {
 				for p := range files {
 					if head, ok := heads[p]; ok {
 						if _, err := wt.WriteFile(p, head, worktree.Regular, !a.cfg.NoFsync); err != nil {
@@ -152,13 +168,31 @@ func (a *Agent) checkProposed(p string, head []byte, inHead bool, data []byte, p
 	return nil
 }
 
-// commitProposal commits files (path → content, nil deletes) by agent by
-// on top of the shared branch's remote tip, on a new branch
-// proposals/<by>/<UTC stamp>-<ns>; the push is the caller's.
-func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]byte, message string) (Proposal, error) {
+// proposalBase is the commit a proposal goes on top of: the shared
+// branch's remote tip, or, before the shared repository's first push
+// reached the remote (no remote tip yet), the local tip the first push will
+// carry. A root commit there would be history an operator's plain `git
+// merge` refuses (unrelated histories). Zero only when both are unborn.
+func proposalBase(repo *gitmem.Repo) (plumbing.Hash, error) {
 	base, err := repo.RemoteHead()
 	if err != nil {
-		return Proposal{}, fmt.Errorf("propose: read the remote tip: %w", err)
+		return plumbing.ZeroHash, fmt.Errorf("read the remote tip: %w", err)
+	}
+	if base.IsZero() {
+		if base, err = repo.Head(); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read the local tip: %w", err)
+		}
+	}
+	return base, nil
+}
+
+// commitProposal commits files (path → content, nil deletes) by agent by
+// on top of the shared branch's remote tip (proposalBase), on a new branch
+// proposals/<by>/<UTC stamp>-<ns>; the push is the caller's.
+func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]byte, message string) (Proposal, error) {
+	base, err := proposalBase(repo)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("propose: %w", err)
 	}
 	now := time.Now().UTC()
 	branch := fmt.Sprintf("proposals/%s/%s-%09d", by, now.Format("20060102T150405Z"), now.Nanosecond())
@@ -194,22 +228,31 @@ func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
 		err = nil // pushed before, the answer lost
 	}
 	p.Pushed = err == nil
-	if err != nil {
+	if err == nil {
+		p.Failed = 0
+	} else {
+		p.Failed++
 		a.log.Warn("pushing a proposal failed; retried at the next turn", "branch", p.Branch, "class", string(retry.ClassOf(err)), "err", err)
 	}
 	return err
 }
 
 // pushPendingProposals pushes the proposals not pushed yet (each sync),
-// one attempt each, and stops at the first failure: a remote refusing
-// them costs a turn one request, not one backoff per proposal.
+// one attempt each. A failed one goes to the back of the record, so the
+// next sync starts with the others: one proposal that keeps failing holds
+// up no other. A refusal of that one proposal (class permanent: a hook, a
+// protected name) lets the others be tried at once; a remote that is
+// unreachable or failing ends this sync's pushes, so it costs a turn one
+// request, not one per proposal.
 func (a *Agent) pushPendingProposals(ctx context.Context) {
 	for _, p := range a.Proposals() {
-		if !p.Pushed {
-			if a.pushProposal(ctx, &p) != nil {
-				return
-			}
-			_ = a.recordProposal(p)
+		if p.Pushed {
+			continue
+		}
+		err := a.pushProposal(ctx, &p)
+		_ = a.recordProposal(p)
+		if err != nil && retry.ClassOf(err) != retry.ClassPermanent {
+			return
 		}
 	}
 }
@@ -229,8 +272,17 @@ func (a *Agent) recordProposal(p Proposal) error {
 	defer a.skipMu.Unlock()
 	list := slices.DeleteFunc(a.Proposals(), func(x Proposal) bool { return x.Branch == p.Branch })
 	list = append(list, p)
-	if len(list) > proposalsKept {
-		list = list[len(list)-proposalsKept:]
+	// Trim only what is done: the oldest pushed proposals go; one not
+	// pushed yet stays however many came after it.
+	pushed := 0
+	for _, x := range list {
+		if x.Pushed {
+			pushed++
+		}
+	}
+	for ; pushed > proposalsKept; pushed-- {
+		i := slices.IndexFunc(list, func(x Proposal) bool { return x.Pushed })
+		list = slices.Delete(list, i, i+1)
 	}
 	data, _ := json.MarshalIndent(list, "", "  ")
 	if err := writeRecord(a.recordPath(proposalsFile), data); err != nil {

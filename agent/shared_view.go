@@ -116,8 +116,14 @@ func (a *Agent) AttachView(id string, write WritePolicy) error {
 	if err != nil {
 		return fmt.Errorf("attach view %s of %s: the view must be a folder, not a link (remove %s and attach again): %w", a.ID, id, dir, err)
 	}
+	// A view has no .git: its temporary files go beside it, outside it
+	// (every name inside a view may be a path of the shared tree).
+	tree.SetTempDir(filepath.Join(filepath.Dir(dir), ".memfsd-tmp"))
 	v := &view{id: id, dir: dir, tree: tree, write: write, pending: map[string]bool{}, full: true}
 	v.rec = readViewRecord(a.cfg.viewRecordPath(id, a.ID))
+	if a.viewsMovedAside.Load() {
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindSharedHeadDetached})
+	}
 	vs.mu.Lock()
 	if old := vs.m[id]; old != nil { // attached meanwhile
 		vs.mu.Unlock()
@@ -228,7 +234,7 @@ func (a *Agent) viewLoop() {
 				continue
 			}
 		}
-		a.viewRound()
+		a.safely("shared view", a.viewRound)
 	}
 }
 
@@ -279,7 +285,9 @@ func (a *Agent) viewRound() {
 		}
 		w.v.busy.Lock()
 		if w.v.tree != nil {
-			if err := a.takeView(repo, w.v, w.write, w.paths, w.full); err != nil {
+			if err := a.takeView(repo, w.v, w.write, w.paths, w.full); errors.Is(err, errViewHeldForPerson) {
+				a.viewHeld(w.v, w.paths, w.full)
+			} else if err != nil {
 				a.log.Warn("taking a view's writes failed; tried again at the next write", "view", w.v.id, "err", err)
 				a.viewPending(w.v, w.paths)
 			}
@@ -305,6 +313,17 @@ func (a *Agent) viewRound() {
 		}
 		w.v.busy.Unlock()
 	}
+}
+
+// viewHeld queues v's paths (its whole view when full) for a round after
+// the person's git operation may have ended (a poll's time).
+func (a *Agent) viewHeld(v *view, paths []string, full bool) {
+	a.viewPending(v, paths)
+	vs := a.views
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v.full = v.full || full
+	vs.timer.Reset(personGitPoll)
 }
 
 // viewPending queues paths of v for the next round.
@@ -365,7 +384,7 @@ func (a *Agent) ViewReminders(id string) []reminders.Reminder {
 	if len(v.rec.Notes) == 0 {
 		return nil
 	}
-	out := reminders.Shared(a.ID, v.dir, v.rec.Notes)
+	out := reminders.Shared(a.ID, v.rec.Notes)
 	v.rec.Notes = nil
 	if err := a.saveViewRecord(v); err != nil {
 		a.log.Warn("recording a view failed", "view", v.id, "err", err)

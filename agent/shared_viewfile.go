@@ -5,10 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/worktree"
@@ -21,10 +22,12 @@ const viewLeaseWait = 200 * time.Millisecond
 // replaceViewFile makes the view's file rel hold data (absent when
 // !present) if it still holds exactly cur (blob got, "" when absent), and
 // reports whether it did; false leaves the agent's newer write there. As a
-// pull replaces work files (README, What a replace guarantees): under a
+// pull replaces work files (docs/errors.md, What a replace guarantees): under a
 // write lease, read, compare and written in place; without one, swapped
 // in by rename-exchange and an agent's write it displaced put back.
-func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, present bool) (bool, error) {
+// leased, when set (tests only), runs under the lease once the file is
+// compared, before it is written or removed.
+func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, present bool, leased func()) (bool, error) {
 	if got == "" {
 		if !present {
 			return true, nil
@@ -42,11 +45,29 @@ func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, presen
 		if !bytes.Equal(now, cur) || l.BreakPending() {
 			return false, nil // the agent wrote meanwhile, or is about to
 		}
-		if !present {
-			return true, wt.Remove(rel)
+		if leased != nil {
+			leased()
 		}
-		_, err = l.Write(data, false)
-		return err == nil, err
+		// The agent may rename its own file over the name while the lease
+		// is held (a rename opens nothing, so it does not wait): the file
+		// written or removed below is then no longer the view's. Each act
+		// is checked against the leased inode (its number cannot be reused
+		// while l holds it open).
+		if !present {
+			return removeLeased(wt, rel, l.Stat())
+		}
+		st, err := l.Write(data, false)
+		if err != nil {
+			return false, err
+		}
+		// data went into the file the agent's rename displaced: the view
+		// never got it. Reporting it given would make data the base of the
+		// agent's write, and merging that write would undo data's changes
+		// (another agent's edit).
+		if !sameInode(wt, rel, st) {
+			return false, nil // the agent's file stands: taken next
+		}
+		return true, nil
 	}
 	if !errors.Is(err, worktree.ErrNoLease) && !errors.Is(err, worktree.ErrBusy) && !errors.Is(err, worktree.ErrNotOwner) && !errors.Is(err, worktree.ErrNotFile) {
 		if errors.Is(err, os.ErrNotExist) {
@@ -76,6 +97,38 @@ func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, presen
 	return false, err
 }
 
+// sameInode reports whether rel names the file whose stat is st.
+func sameInode(wt *worktree.Dir, rel string, st *syscall.Stat_t) bool {
+	at, err := wt.Lstat(rel)
+	return err == nil && at.Dev == st.Dev && at.Ino == st.Ino
+}
+
+// removeLeased removes the view file rel, leased with stat st: moved
+// aside (into the view's temporary folder, out of the tree) first, then
+// removed only if it is the leased file. A file the agent renamed over the
+// name meanwhile is put back (false: taken next), never removed; if the
+// agent wrote yet another since, that newer one stands and the one aside
+// goes.
+func removeLeased(wt *worktree.Dir, rel string, st *syscall.Stat_t) (bool, error) {
+	aside, err := wt.MoveAside(rel, "view")
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil // gone meanwhile: the agent's deletion, taken next
+		}
+		return false, err
+	}
+	if at, err := aside.Lstat(); err == nil && at.Dev == st.Dev && at.Ino == st.Ino {
+		return true, aside.Remove()
+	}
+	if err := aside.PutBack(rel, unix.RENAME_NOREPLACE); err != nil {
+		if !errors.Is(err, unix.EEXIST) {
+			return false, err
+		}
+		_ = aside.Remove()
+	}
+	return false, nil
+}
+
 // walkView lists the files in the view (links and what git cannot track
 // left out), as slash paths.
 func walkView(wt *worktree.Dir) ([]string, error) {
@@ -97,7 +150,7 @@ func walkView(wt *worktree.Dir) ([]string, error) {
 			if dir != "" {
 				rel = dir + "/" + e.Name
 			}
-			if skip, _ := worktree.Skip(rel, e.IsDir()); skip || e.IsLink() || strings.HasPrefix(e.Name, worktree.TempPrefix) {
+			if skip, _ := worktree.Skip(rel, e.IsDir()); skip || e.IsLink() {
 				continue
 			}
 			if e.IsDir() {

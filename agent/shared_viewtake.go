@@ -50,7 +50,7 @@ func (a *Agent) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []
 	var changes []viewChange
 	for _, p := range paths {
 		if worktree.Check(p) != nil {
-			continue // not a memory path (a .git, memfsd's temporary files)
+			continue // not a memory path (a .git in any case, ...)
 		}
 		f, err := v.tree.Read(p)
 		if err != nil && !errors.Is(err, worktree.ErrNotFile) {
@@ -91,6 +91,11 @@ func (a *Agent) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []
 	return nil
 }
 
+// errViewHeldForPerson is takeAllowed's answer while a person's git
+// operation in the shared clone holds memfsd's commits: the view's
+// changes are taken at a later round.
+var errViewHeldForPerson = errors.New("a person's git operation in the shared clone holds the view's writes")
+
 // takeAllowed commits the agent's changes to the shared branch through
 // the one pipeline, authored by the agent: each file merged three-way
 // with the shared tip's version against the version the view was given
@@ -103,6 +108,15 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 	author := a.cfg.author(v.id)
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	if repo = a.repository(); repo == nil { // a rebuild of the .git swaps it under writeMu
+		return ErrNotReady
+	}
+	// A person's git operation in the shared clone (a commit waiting on
+	// its editor): nothing is written there or committed until it ends
+	// (persongit.go); the view keeps the agent's files meanwhile.
+	if pg := a.personGit(repo); pg != nil && pg.Holding {
+		return errViewHeldForPerson
+	}
 	heads := map[string][]byte{} // the tip's version of every path written (nil: none)
 	var paths []string
 	err := a.withTree(func(wt *worktree.Dir) error {
@@ -161,13 +175,18 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 	var res gitmem.CommitResult
 	secrets := map[string]string{}
 	broken := map[string]bool{}
+	odd := map[string]reminders.WriteProblem{} // too large, a bad name
+	tree := map[string][]string{}              // letta-code's tree rules broken more: path → problems added
 	if err == nil && len(paths) > 0 {
 		res, err = repo.Commit(gitmem.CommitRequest{
 			Paths:   paths,
 			Message: func(pv gitmem.PathView) string { return DirectWriteMessage(pv.Kind, pv.Path) },
-			Guard:   directWriteGuard(false, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken),
-			Keep:    func(p string, data []byte) error { return a.keepRejected("view-"+v.id+"/"+p, data) },
-			Author:  &author,
+			// letta-code agents may share this repository: a change that
+			// makes its tree break letta-code's MemFS rules more is held
+			// (they could commit nothing past it).
+			Guard:  oddInputGuard(a.maxFileBytes(), odd, a.withTreeGuard(directWriteGuard(false, 0, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken), tree)),
+			Keep:   func(p string, data []byte) error { return a.keepRejected("view-"+v.id+"/"+p, data) },
+			Author: &author,
 		})
 		a.repackSoon(repo)
 	}
@@ -194,6 +213,18 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 		case broken[c.path]:
 			v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
 			v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindFrontMatterHeld, Path: c.path})
+		case odd[c.path].Cause != "":
+			v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
+			v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindWriteHeld, Path: c.path})
+			a.log.Warn("a view's write was not taken", "view", v.id, "path", c.path, "cause", odd[c.path].Cause)
+		case tree[c.path] != nil:
+			if c.present {
+				v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
+			} else {
+				a.viewGot(v, c) // a held deletion: the tip's version comes back
+			}
+			v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: tree[c.path]})
+			a.log.Warn("a view's write breaks letta-code's memory limits: not taken", "view", v.id, "path", c.path, "problems", tree[c.path])
 		default:
 			// Taken, merged, restored or a held deletion: the view is
 			// brought to the tip from here.
@@ -248,11 +279,35 @@ func (a *Agent) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) e
 		}
 		if c.present {
 			files[c.path] = c.data
+			if c.data == nil {
+				files[c.path] = []byte{} // empty, not deleted
+			}
 		} else {
 			files[c.path] = nil
 		}
 	}
 	a.undoInView(v, refused, reminders.KindReadOnlyRejected)
+	// letta-code's tree rules on the tree the proposal is merged into: a
+	// change that makes it worse is held in the view (not proposed), as
+	// on the shared branch itself.
+	held, err := a.proposalTreeGuard(repo, files, false)
+	if err != nil {
+		return fmt.Errorf("propose from view %s of %s: %w", v.id, a.ID, err)
+	}
+	for _, c := range changes {
+		e := held[c.path]
+		if e == nil {
+			continue
+		}
+		delete(files, c.path)
+		if c.present {
+			v.rec.Held = setKey(v.rec.Held, c.path, c.hash)
+		} else {
+			a.viewGot(v, c) // a held deletion: the tip's version comes back
+		}
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: problemTexts(e.Worse)})
+		a.log.Warn("a view's proposal breaks letta-code's memory limits: not proposed", "view", v.id, "path", c.path, "problems", problemTexts(e.Worse))
+	}
 	if len(files) == 0 {
 		return nil
 	}
@@ -357,7 +412,7 @@ func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, file
 				data = []byte{}
 			}
 		}
-		ok, err := replaceViewFile(v.tree, p, got, curData, data, w != "")
+		ok, err := replaceViewFile(v.tree, p, got, curData, data, w != "", a.viewLeased)
 		if err != nil {
 			firstErr = cmpErr(firstErr, fmt.Errorf("copy %s into view %s: %w", p, v.id, err))
 			continue

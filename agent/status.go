@@ -21,6 +21,9 @@ const (
 	StateConflict = "conflict"
 	StateDegraded = "degraded"
 	StateError    = "error"
+	// StateUnmanaged is an agent on disk that the running daemon does not
+	// manage: nothing syncs it (`memfsd status` only).
+	StateUnmanaged = "unmanaged"
 )
 
 // Turn outcomes.
@@ -75,6 +78,9 @@ type Status struct {
 	// FrontMatterInvalid is, for each FrontMatterHeld file, the rule of
 	// letta-code's it breaks, in its words ("" when it does not parse).
 	FrontMatterInvalid []string `json:"frontmatter_invalid,omitempty"`
+	// ConstraintsHeld are writes not committed because they make the
+	// memory break letta-code's MemFS limits more.
+	ConstraintsHeld []reminders.ConstraintsHold `json:"constraints_held,omitempty"`
 	// HeldRemoteDeletes are files an incoming update would delete; the
 	// update is not applied until an operator decides.
 	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
@@ -83,6 +89,10 @@ type Status struct {
 	// PathSkipped are paths in the folder git cannot track (a .git below
 	// the root, in any case, ...): never committed; the rest is.
 	PathSkipped []reminders.PathSkip `json:"path_skipped,omitempty"`
+	// WriteProblems are direct writes not committed, with the cause
+	// (disk_full, too_large, bad_name, write_failed); the files beside
+	// them were committed.
+	WriteProblems []reminders.WriteProblem `json:"write_problems,omitempty"`
 	// Budget is the pinned memory's tokens against its budget (status
 	// with a scan only: the agents' list leaves it out).
 	Budget *Budget `json:"budget,omitempty"`
@@ -92,7 +102,20 @@ type Status struct {
 	// Mirror is the agent's mirror remote (null when it has none): its
 	// state never changes the agent's (the primary is the source of truth).
 	Mirror *MirrorStatus `json:"mirror,omitempty"`
-	Ready  bool          `json:"ready"`
+	// PersonGitInProgress is a person's git operation in the folder
+	// (REVERT_HEAD, a commit's editor open, ...) that memfsd's commits
+	// and syncs wait on (null when none).
+	PersonGitInProgress *PersonGit `json:"person_git_in_progress,omitempty"`
+	// GitRebuilt are the rebuilds of the memory's .git (objects were
+	// missing): when, where the old .git is kept, what was missing.
+	GitRebuilt []GitRebuild `json:"git_rebuilt,omitempty"`
+	Ready      bool         `json:"ready"`
+	// Waiting is every hold, rejection or problem above that waits on
+	// the operator, one line each (control characters escaped).
+	Waiting []string `json:"waiting,omitempty"`
+	// Kind is "shared" for a shared repository in `memfsd status --json`
+	// (empty for an agent).
+	Kind string `json:"kind,omitempty"`
 }
 
 // TurnResult is the answer to a turn.
@@ -103,12 +126,13 @@ type TurnResult struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// Status reads the agent's state from its repository and memfsd's records
-// on disk (never from one process's memory, so the daemon and `memfsd
-// sync` agree), plus this process's last sync error. With scan the work
-// tree is walked for dirty paths; without, dirty is the pending writes,
-// so the cost does not grow with the number of files.
-func (a *Agent) Status(scan bool) Status {
+// readStatus reads the agent's state from its repository and memfsd's
+// records on disk (never from one process's memory, so the daemon and
+// `memfsd sync` agree), plus this process's last sync error. With scan the
+// work tree is walked for dirty paths; without, dirty is the pending
+// writes, so the cost does not grow with the number of files. Status is
+// the bounded answer built on it (isolate.go).
+func (a *Agent) readStatus(scan bool) Status {
 	st := Status{
 		Agent:     a.ID,
 		Dir:       a.Dir(),
@@ -150,6 +174,9 @@ func (a *Agent) Status(scan bool) Status {
 		}
 		if err != nil {
 			broken = true
+			if st.LastError == nil { // say why, and what to do, even before a sync failed on it
+				st.LastError = &LastError{Class: string(retry.ClassOf(err)), Message: err.Error(), At: time.Now().UTC(), NextStep: retry.NextStep(err)}
+			}
 		} else {
 			st.Head, st.RemoteHead = hashString(rs.Head), hashString(rs.RemoteHead)
 			st.Ahead, st.Behind = rs.Ahead, rs.Behind
@@ -173,8 +200,11 @@ func (a *Agent) Status(scan bool) Status {
 			st.ReadOnlyRejected = a.untoldRejections()
 			st.SecretHeld = a.secretsHeld()
 			st.FrontMatterHeld, st.FrontMatterInvalid = a.frontMatterHeld()
+			st.ConstraintsHeld = a.constraintsHeldList()
 			st.HeldRemoteDeletes = a.readHeldRemote().Paths
 			st.LimitExceeded = a.limitsExceeded()
+			st.PersonGitInProgress = a.personGit(repo)
+			st.WriteProblems = a.writeProblems()
 			if scan {
 				if b, err := a.Budget(); err == nil {
 					st.Budget = &b
@@ -182,8 +212,10 @@ func (a *Agent) Status(scan bool) Status {
 			}
 		}
 	}
+	st.GitRebuilt = a.readRebuilds()
 	st.State = stateOf(st, broken)
 	st.Mirror = a.Mirror(false)
+	st.Waiting = waitingOn(st)
 	return st
 }
 
@@ -254,7 +286,7 @@ func (a *Agent) limitsExceeded() []reminders.LimitOver {
 
 func stateOf(st Status, broken bool) string {
 	switch {
-	case broken, len(st.HeldDeletes) > 0, len(st.HeldRemoteDeletes) > 0:
+	case broken, len(st.HeldDeletes) > 0, len(st.HeldRemoteDeletes) > 0, len(st.WriteProblems) > 0:
 		return StateError
 	case st.LastError != nil:
 		switch c := retry.Class(st.LastError.Class); {
@@ -303,6 +335,19 @@ func (a *Agent) Reminders() []reminders.Reminder {
 	return rs
 }
 
+// ToolReminders are Reminders without the walk of the work tree (no
+// reminder needs the dirty paths; the pinned budget is read on its own):
+// cheap enough to ride on every MCP tool result.
+func (a *Agent) ToolReminders() []reminders.Reminder {
+	st := a.Status(false)
+	if b, err := a.Budget(); err == nil {
+		st.Budget = &b
+	}
+	rs := BuildReminders(st, time.Now())
+	a.markRejectionsSeen()
+	return rs
+}
+
 // BuildReminders turns a status into reminders.
 func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 	rs := reminders.State{
@@ -316,14 +361,19 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		FrontMatterHeld:   st.FrontMatterHeld,
 		FrontMatterWhy:    st.FrontMatterInvalid,
 		HeldRemoteDeletes: st.HeldRemoteDeletes,
+		ConstraintsHeld:   st.ConstraintsHeld,
 		LimitExceeded:     st.LimitExceeded,
 		PathSkipped:       st.PathSkipped,
+		WriteProblems:     st.WriteProblems,
+	}
+	for _, r := range st.GitRebuilt {
+		rs.GitRebuilt = append(rs.GitRebuilt, r.At)
 	}
 	if b := st.Budget; b != nil && b.Over() {
 		rs.BudgetExceeded = &reminders.BudgetOver{Tokens: b.Tokens, Limit: b.Limit, V2: b.Layout == budget.LayoutV2, Files: b.Files}
 	}
 	if st.LastError != nil {
-		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, st.LastError.Message, st.LastError.Attempts
+		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, agentFacing(st.LastError.Message, st.Dir), st.LastError.Attempts
 	}
 	return reminders.Build(rs, now)
 }
@@ -341,5 +391,5 @@ func ReadStatus(cfg *Config, id string) (Status, error) {
 	}
 	defer repo.Close()
 	a.repo = repo
-	return a.Status(true), nil
+	return a.readStatus(true), nil // one process, one agent: nothing else waits on it
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -43,7 +45,16 @@ type SyncResult struct {
 // rest still syncs and the error is ErrMassDeleteHeld. Other errors are
 // *retry.Error naming the operation. Every failed attempt is recorded at
 // once (the agent is degraded while the retries go on); success clears it.
+//
+// A sync (or a commit since the last one) that failed on a missing object
+// rebuilds the .git from the remote once the damage is confirmed, then
+// syncs again (heal.go).
 func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
+	return a.syncHealing(ctx, opts)
+}
+
+// syncOnce is one sync as Sync describes it, without the rebuild.
+func (a *Agent) syncOnce(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
 	if err := a.ensureRepo(ctx); err != nil {
 		a.recordErr(err, 1)
@@ -69,6 +80,24 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			held = fmt.Errorf("sync %s: %w: %d files deleted at once (run memfsd sync --agent %s --accept-deletes to commit the deletions, or restore the files)",
 				a.ID, ErrMassDeleteHeld, len(heldPaths), a.ID)
 		}
+	}
+	// A person's git operation waiting on its editor: a pull or replay
+	// would move HEAD under it. The sync waits (persongit.go).
+	pg := a.personGit(repo)
+	// Index entries that differ from HEAD and nothing else may be another
+	// memfsd's commit caught half-way (a one-shot sync beside the daemon
+	// reads the index moved and HEAD not yet): a person's staging stays,
+	// that clears in milliseconds. Looked at again for a moment first.
+	for i := 0; i < 5 && pg != nil && pg.Holding && slices.Equal(pg.Signs, []string{"staged"}); i++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		pg = a.personGit(repo)
+	}
+	if pg != nil && pg.Holding {
+		a.holdTurn()
+		return res, fmt.Errorf("sync %s: %w (%s): memfsd's commits and syncs wait until it ends, at most until %s", a.ID, ErrPersonGitInProgress, strings.Join(pg.Signs, ", "), pg.Until.Format(time.RFC3339))
 	}
 	var rr gitmem.ReconcileResult
 	attempt := 0

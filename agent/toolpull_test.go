@@ -19,6 +19,7 @@ import (
 // tool's lock for their work-file steps (gitmem.Options.WorkLock), so the
 // pull waits for the call, then merges the tool's commit with its own.
 func TestMemoryTool_PullNeverLandsBetweenReadAndWrite(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	a, b := twoClones(t, srv, "rmw")
 	ctx := context.Background()

@@ -174,6 +174,7 @@ func FuzzReadOnlyNeverReachesRemote(f *testing.F) {
 // TestReadOnly_RandomAgentActions runs random sequences with a logged seed
 // (the fuzz target's seeds cover the named routes).
 func TestReadOnly_RandomAgentActions(t *testing.T) {
+	t.Parallel()
 	seed := rand.Int63()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))

@@ -95,6 +95,7 @@ func checkTold(t *testing.T, a *agent.Agent, skipped string) {
 // rule, the scan handed .GIT, sub/.git (a file), .Git/config, w/git~1 to
 // the commit, whose "bad path" failed the whole sync.
 func TestAgent_SyncSkipsUntrackable(t *testing.T) {
+	t.Parallel()
 	for i, c := range untrackableCases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := gitserver.New(t, token)
@@ -121,6 +122,7 @@ func TestAgent_SyncSkipsUntrackable(t *testing.T) {
 // skipped, and a turn pushes. Before, the batch failed as a whole and was
 // re-queued for ever.
 func TestAgent_FlushSkipsUntrackable(t *testing.T) {
+	t.Parallel()
 	for i, c := range untrackableCases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := gitserver.New(t, token)

@@ -13,6 +13,7 @@ import (
 // `block set` is refused (and says what to do) instead of writing the
 // block outside. Before, it wrote <outside>/persona.md by name.
 func TestAgent_BlockSetNeverWritesThroughALink(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

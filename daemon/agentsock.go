@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/memfsd/memfsd/internal/unixsock"
+	"github.com/memfsd/memfsd/mcpserver"
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // AgentSocketName is the file name of an agent's own socket, in
@@ -26,8 +29,13 @@ type agentSockets struct {
 	handler http.Handler // the agent socket's routes; nil = no own sockets
 	closed  bool
 	servers map[string]*http.Server
-	wg      sync.WaitGroup
+	// hosts serve MCP at /mcp on each agent's own socket.
+	hosts map[string]*mcpserver.Host
+	wg    sync.WaitGroup
 }
+
+// MCPPath is where an agent's own socket serves MCP (streamable HTTP).
+const MCPPath = "/mcp"
 
 // scopeKey marks a request that came in on an agent's own socket; its
 // value is that agent's id.
@@ -60,6 +68,33 @@ func (d *Daemon) ServeAgentSockets(adminAddr string) {
 	defer d.mu.Unlock()
 	d.socks.handler = d.AgentHandler(adminAddr)
 	d.socks.servers = map[string]*http.Server{}
+	d.socks.hosts = map[string]*mcpserver.Host{}
+}
+
+// agentSocketHandler is what agent id's own socket serves: its routes and,
+// at MCPPath, MCP over streamable HTTP reaching that agent only (never on
+// the shared or the operator's socket). d.mu is held.
+func (d *Daemon) agentSocketHandler(id string) http.Handler {
+	routes := scoped(id, d.socks.handler)
+	a := d.agents[id]
+	if a == nil {
+		return routes
+	}
+	opts := d.MCP
+	opts.Logger = d.log
+	opts.ExtraReminders = func() []reminders.Reminder { return d.sharedReminders(id) }
+	host := mcpserver.NewHost(a, opts)
+	d.socks.hosts[id] = host
+	mcpHandler := host.Handler()
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A session's event stream lives as long as the session: not
+		// bounded by the API's write timeout.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	mux.Handle("/", routes)
+	return mux
 }
 
 // openAgentSocket starts agent id's own socket; d.mu is held. A socket
@@ -76,7 +111,7 @@ func (d *Daemon) openAgentSocket(id string) {
 		d.log.Error("agent socket not opened: the agent is reachable on the shared socket only; fix the cause and restart memfsd", "agent", id, "socket", path, "err", err)
 		return
 	}
-	srv := NewServer(scoped(id, s.handler))
+	srv := NewServer(d.agentSocketHandler(id))
 	s.servers[id] = srv
 	s.wg.Add(1)
 	go func() {
@@ -96,8 +131,16 @@ func (d *Daemon) CloseSockets(ctx context.Context) {
 	d.socks.closed = true
 	servers := d.socks.servers
 	d.socks.servers = nil
+	hosts := d.socks.hosts
+	d.socks.hosts = nil
 	d.mu.Unlock()
 	var wg sync.WaitGroup
+	// MCP sessions first: their event streams would hold the shutdown.
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.Close() }()
+	}
+	wg.Wait()
 	for _, srv := range servers {
 		wg.Add(1)
 		go func() {

@@ -22,6 +22,7 @@ var routePattern = regexp.MustCompile(`mux\.(?:HandleFunc|Handle)\("([A-Z]+ /[^"
 // asked on agent "a1"'s own socket about another agent, answers 403 and
 // never reaches that agent.
 func TestAgentSocket_EveryAgentRouteIsScoped(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	d, err := New(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,14 +67,46 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 		// The list reads each branch's position but does not walk every
 		// work tree (a daemon may hold a thousand); dirty is the watcher's
 		// view. GET .../status scans.
-		out := []agent.Status{}
+		// Each agent answers on its own (Status is bounded by
+		// agent.AnswerDeadline), so one stuck agent costs the list that
+		// deadline once, not once per agent behind it.
+		var as []*agent.Agent
 		only, scoped := scopeOf(r)
 		for _, a := range d.all() {
 			if !scoped || a.ID == only {
-				out = append(out, a.Status(false))
+				as = append(as, a)
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+		out := make([]agent.Status, len(as))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		for i, a := range as {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				out[i] = a.Status(false)
+			}()
+		}
+		wg.Wait()
+		answer := map[string]any{"agents": out}
+		if !scoped {
+			// The shared repositories too (one unit each): `memfsd
+			// status` shows their state and what waits on the operator.
+			units := d.shared.all()
+			shared := make([]agent.Status, len(units))
+			for i, u := range units {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					shared[i] = u.Status(false)
+				}()
+			}
+			wg.Wait()
+			answer["shared"] = shared
+		}
+		writeJSON(w, http.StatusOK, answer)
 	})
 	mux.HandleFunc("GET /v1/agents/{id}/status", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		writeJSON(w, http.StatusOK, a.Status(true))
@@ -89,6 +122,7 @@ func (d *Daemon) agentRoutes(mux *http.ServeMux) {
 	}))
 	d.memoryRoutes(mux)
 	d.historyRoutes(mux)
+	d.searchRoutes(mux)
 	d.budgetRoutes(mux)
 	d.sharedRoutes(mux)
 	d.mirrorRoutes(mux)
@@ -112,6 +146,15 @@ func (d *Daemon) withAgent(h func(http.ResponseWriter, *http.Request, *agent.Age
 			writeError(w, http.StatusNotFound, fmt.Errorf("agent %q is not managed: PUT /v1/agents/%s first", id, id))
 			return
 		}
+		defer func() { // a panic about one agent ends at that agent
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.Panicked(r.Method+" "+r.URL.Path, v)
+				writeError(w, http.StatusInternalServerError, fmt.Errorf("%s %s: internal error; agent %s's status says what to do", r.Method, r.URL.Path, id))
+			}
+		}()
 		h(w, r, a)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/mcpserver"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -35,6 +36,9 @@ const (
 type Daemon struct {
 	Debounce     time.Duration
 	PullInterval time.Duration // 0 = no fetch between turns
+	// MCP are the settings of the agents' MCP servers (/mcp on their own
+	// sockets); zero fields take mcpserver's defaults.
+	MCP mcpserver.Options
 
 	cfg       *agent.Config
 	log       *slog.Logger
@@ -232,7 +236,9 @@ func (d *Daemon) mirrorLag() (commits, seconds float64) {
 // Close stops the agents' own sockets and the watcher and closes every
 // agent: pending writes committed, one push each, bounded by ctx (cancel it
 // to abort the final pushes). Stop the shared HTTP servers first, so no
-// request arrives at a closed agent.
+// request arrives at a closed agent. Close returns by ctx's end whatever
+// one agent is doing (an agent stuck in its repository is left behind,
+// logged): shutdown never waits on one agent forever.
 func (d *Daemon) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
@@ -242,17 +248,35 @@ func (d *Daemon) Close(ctx context.Context) {
 	if d.watcher != nil {
 		d.watcher.close()
 	}
-	d.wg.Wait()
+	waitOrDone(ctx, d.wg.Wait)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
 	for _, a := range append(d.all(), d.shared.all()...) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
 			defer func() { <-sem }()
 			_ = a.Close(ctx)
 		}()
 	}
-	wg.Wait()
+	if !waitOrDone(ctx, wg.Wait) {
+		d.log.Error("shutdown timeout reached with agents still closing; exiting without them (their commits stay local for the next start)")
+	}
+}
+
+// waitOrDone runs wait and returns true when it returned before ctx ended.
+func waitOrDone(ctx context.Context, wait func()) bool {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

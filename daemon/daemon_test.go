@@ -19,6 +19,7 @@ import (
 
 // TestDaemon_ImportsNoGitmem: the daemon talks to agents only.
 func TestDaemon_ImportsNoGitmem(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("*.go")
 	checked := 0
 	for _, f := range files {
@@ -42,6 +43,7 @@ func TestDaemon_ImportsNoGitmem(t *testing.T) {
 }
 
 func TestListen_UnixSocket(t *testing.T) {
+	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "run", "memfsd.sock")
 	l, err := Listen("unix://" + sock)
 	if err != nil {
@@ -69,6 +71,7 @@ func TestListen_UnixSocket(t *testing.T) {
 }
 
 func TestWaitParam(t *testing.T) {
+	t.Parallel()
 	for q, want := range map[string]time.Duration{"": DefaultTurnWait, "wait=1s": time.Second, "wait=0s": 0} {
 		r := httptest.NewRequest("POST", "/x?"+q, nil)
 		if got, err := waitParam(r, DefaultTurnWait); err != nil || got != want {
@@ -83,12 +86,13 @@ func TestWaitParam(t *testing.T) {
 }
 
 func TestRelPath(t *testing.T) {
+	t.Parallel()
 	root := "/m/agents/a/memory"
 	cases := map[string]string{
 		root + "/notes/a.md":             "notes/a.md",
 		root + "/.git/index":             "-",
 		root + "/.git":                   "-",
-		root + "/notes/.memfsd-tmp-1234": "-",
+		root + "/notes/.memfsd-tmp-1234": "notes/.memfsd-tmp-1234", // a file like any other (issue 27)
 		"/elsewhere/a.md":                "-",
 		// Below an untrackable folder (worktree.Check): that folder, told
 		// once by the pipeline whatever is written inside.
@@ -98,7 +102,7 @@ func TestRelPath(t *testing.T) {
 		root + "/.GIT/objects/ab/cd":     ".GIT",
 		root + "/Deep/x/.Git/config":     "Deep/x/.Git",
 		root + "/w/git~1/x":              "w/git~1",
-		root + "/sub/.memfsd-tmp-take-1": "-",
+		root + "/sub/.memfsd-tmp-take-1": "sub/.memfsd-tmp-take-1",
 	}
 	for p, want := range cases {
 		got, ok := relPath(root, p)
@@ -114,6 +118,7 @@ func TestRelPath(t *testing.T) {
 // TestHandler_EmbeddedAgent runs the API against the embedded remote: no
 // server, real repositories, real watcher.
 func TestHandler_EmbeddedAgent(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	d, err := New(cfg)
 	if err != nil {

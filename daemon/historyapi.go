@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/retry"
 )
 
 // historyRoutes serve the memory's history as the agent sees it (SPEC §9):
@@ -64,8 +65,13 @@ func writeHistoryError(w http.ResponseWriter, err error, extra map[string]any) {
 		code = http.StatusNotFound
 	case errors.Is(err, agent.ErrNotReady):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, agent.ErrStuck):
+		code = http.StatusServiceUnavailable
 	}
 	body := map[string]any{"error": err.Error()}
+	if errors.Is(err, agent.ErrStuck) {
+		body["next_step"] = retry.NextStep(err)
+	}
 	for k, v := range extra {
 		body[k] = v
 	}

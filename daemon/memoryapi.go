@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,11 +54,21 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 				return
 			}
 			res, err = u.SharedCall(in, a.ID, at.Write)
+			if err != nil {
+				// The agent reads it: no host path (the shared clone's
+				// folder is /memories in a shared call).
+				err = errors.New(u.AgentFacing(err.Error()))
+			}
 		} else {
 			res, err = a.RunCall(in, key)
 		}
+		var reused *agent.KeyReusedError
+		if errors.As(err, &reused) {
+			writeJSON(w, http.StatusConflict, memtool.Result{Content: err.Error(), IsError: true})
+			return
+		}
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: err.Error(), IsError: true})
+			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: a.AgentFacing(err.Error()), IsError: true})
 			return
 		}
 		if !res.IsError && in.Writes() {
@@ -71,7 +82,7 @@ func (d *Daemon) memoryRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("query format: %w", err))
 			return
 		}
-		c, err := a.ContextAs(format)
+		c, err := a.ContextAnswer(format)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return

@@ -49,6 +49,11 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}
+		// Kept: a restart manages the agent again (issue 28).
+		if err := agent.RecordManaged(d.cfg, id); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Errorf("PUT agent %s: managed now, but not recorded for a restart: %w", id, err))
+			return
+		}
 		a := d.get(id)
 		wait, err := waitParam(r, 30*time.Second)
 		if err != nil {
@@ -76,7 +81,25 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 		}
 		extendWrite(w, DefaultTurnWait)
 		tr := a.Turn(r.Context().Done(), DefaultTurnWait)
-		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "turn": tr})
+		// A block set that cannot take effect says so (issue 28): the
+		// path changed on the remote first (409), or it is not on the
+		// remote yet after this turn (202: memfsd pushes it later).
+		out := a.BlockSetOutcome(rel)
+		answer := map[string]any{"path": rel, "block_set": out, "turn": tr}
+		switch out.State {
+		case "superseded":
+			answer["error"] = fmt.Sprintf("block set %s: did not take effect: %s", rel, out.Reason)
+			writeJSON(w, http.StatusConflict, answer)
+		case "pending":
+			why := tr.Error
+			if why == "" {
+				why = "turn outcome " + tr.Outcome
+			}
+			answer["error"] = fmt.Sprintf("block set %s: committed, not on the remote yet (%s); memfsd pushes it at the next sync", rel, why)
+			writeJSON(w, http.StatusAccepted, answer)
+		default:
+			writeJSON(w, http.StatusOK, answer)
+		}
 	}))
 	mux.HandleFunc("PUT /v1/agents/{id}/budget", d.withAgent(putBudget))
 	d.sharedOperatorRoutes(mux)

@@ -74,10 +74,20 @@ func (d *Daemon) attachRecorded(a *agent.Agent) {
 		d.log.Error("reading shared attachments failed; the agent runs without them", "agent", a.ID, "err", err)
 		return
 	}
+	names := make([]string, 0, len(list))
 	for _, at := range list {
+		names = append(names, at.Name)
 		if err := d.attachShared(a, at); err != nil {
 			d.log.Error("attaching a shared repository failed", "agent", a.ID, "shared", at.Name, "err", err)
 		}
+	}
+	// Views of repositories detached while no daemon ran.
+	moved, err := agent.MoveUnattachedViews(d.cfg, a.ID, names)
+	for _, to := range moved {
+		d.log.Info("a view of a shared repository no longer attached was moved aside", "agent", a.ID, "moved_to", to)
+	}
+	if err != nil {
+		d.log.Warn("moving aside views of detached shared repositories failed", "agent", a.ID, "err", err)
 	}
 }
 
@@ -129,7 +139,8 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 }
 
 // detachShared stops serving a's attachment of name: its view is no
-// longer watched or copied into (the folder stays). The last attachment
+// longer watched or copied into, and its folder is moved aside
+// (agent.MoveDetachedView). The last attachment
 // of name going stops its unit (pending commits pushed once, bounded by
 // DefaultShutdownTimeout; the clone stays for a later attach).
 func (d *Daemon) detachShared(a *agent.Agent, name string) {
@@ -145,6 +156,14 @@ func (d *Daemon) detachShared(a *agent.Agent, name string) {
 	u := s.units[name]
 	if u != nil {
 		u.DetachView(a.ID)
+	}
+	// The view folder would keep the shared files and take writes to
+	// nowhere: moved aside, the agent told (under s.mu: an attach of the
+	// same name waits, then makes the view again).
+	if to, err := agent.MoveDetachedView(d.cfg, a.ID, name); err != nil {
+		d.log.Warn("moving the detached view aside failed", "agent", a.ID, "shared", name, "err", err)
+	} else if to != "" {
+		d.log.Info("the detached view was moved aside", "agent", a.ID, "shared", name, "moved_to", to)
 	}
 	last := u != nil
 	for _, ats := range s.attached {
@@ -168,7 +187,7 @@ func (d *Daemon) detachShared(a *agent.Agent, name string) {
 // sharedReminders are agent id's reminders about its views.
 func (d *Daemon) sharedReminders(id string) []reminders.Reminder {
 	ats, units := d.shared.of(id)
-	var out []reminders.Reminder
+	out := agent.DetachedViewReminders(d.cfg, id)
 	for i, u := range units {
 		if u == nil {
 			continue
@@ -193,7 +212,7 @@ func (d *Daemon) renderShared(id string) string {
 		if units[i] == nil {
 			continue
 		}
-		text, err := units[i].SharedContext(at.Write, d.cfg.ViewDir(id, at.Name))
+		text, err := units[i].SharedContext(at.Write)
 		if err != nil {
 			text = "\n<shared_memory name=\"" + at.Name + "\">not available yet: " + err.Error() + "</shared_memory>"
 		}

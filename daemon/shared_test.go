@@ -11,6 +11,7 @@ import (
 // while any agent is attached and stops (closed, no longer served) when
 // the last attachment goes; attaching again starts a new one.
 func TestShared_LastDetachStopsTheUnit(t *testing.T) {
+	t.Parallel()
 	cfg := &agent.Config{Home: t.TempDir()}
 	d, err := New(cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -230,8 +232,8 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 }
 
 // relPath is p relative to root as a slash path; false for the
-// repository's own .git (and below), memfsd's temporary files and anything
-// outside root. A path below another untrackable folder (a .git below
+// repository's own .git (and below, memfsd's temporary files included)
+// and anything outside root. A path below another untrackable folder (a .git below
 // the root, in any case) is that folder: the pipeline skips it and tells
 // the agent once, whatever is written inside.
 func relPath(root, p string) (string, bool) {
@@ -251,4 +253,37 @@ func relPath(root, p string) (string, bool) {
 		return "", false
 	}
 	return pe.Prefix, true
+}
+
+// WatchAgent watches agent a's memory folder as a daemon does (inotify; a
+// rescan every second when the kernel refuses watches), for a process
+// that runs one agent without a daemon (`memfsd mcp`): a direct write is
+// committed after the agent's debounce, not at its next push. Call it
+// before a.Open (it sets a.OnReady); stop ends the watch.
+func WatchAgent(a *agent.Agent, log *slog.Logger) (stop func(), err error) {
+	w, err := newWatcher(log)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", a.ID, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); w.run(ctx) }()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if a.Polling() {
+				a.Rescan()
+			}
+		}
+	}()
+	a.OnReady = func() { w.add(a, a.Dir()) }
+	return func() { cancel(); w.close(); wg.Wait() }, nil
 }

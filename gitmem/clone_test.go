@@ -13,11 +13,13 @@ import (
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 // TestClone_NeverDestroys: a repository that cannot be opened is reported,
 // never re-initialised or removed; an unpushed commit survives.
 func TestClone_NeverDestroys(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "keep")
 	writeFile(t, r.Dir, "unpushed.md", "only here\n")
@@ -58,6 +60,7 @@ func TestClone_NeverDestroys(t *testing.T) {
 // TestClone_FailedFirstCloneLeavesNothing: nothing half-made is left, and
 // files written before the first clone stay.
 func TestClone_FailedFirstCloneLeavesNothing(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	peer := cliClone(t, srv, "first")
 	writeFile(t, peer, "remote.md", "from the remote\n")
@@ -108,8 +111,10 @@ func TestClone_FailedFirstCloneLeavesNothing(t *testing.T) {
 // (an executable and a symbolic link among them), and a repository that
 // passes `git fsck --strict`.
 func TestClone_SameAsGitClone(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
-	seedFixture(t, srv, "same", 1000, 10000)
+	// A long history in a soak; 2,000 commits over 500 files in the suite.
+	seedFixture(t, srv, "same", soak.Int(500, 1000), soak.Int(2000, 10000))
 	peer := cliClone(t, srv, "same")
 	writeFile(t, peer, "tools/run.sh", "#!/bin/sh\necho hi\n")
 	os.Chmod(filepath.Join(peer, "tools", "run.sh"), 0o755)
@@ -158,6 +163,7 @@ func TestClone_SameAsGitClone(t *testing.T) {
 // is refused with ErrBadPath, first clone or pull, and nothing is written
 // outside the work tree or into .git.
 func TestClone_RefusesTreesThatEscape(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"..", ".git", ".GIT", "."} {
 		t.Run(name, func(t *testing.T) {
 			srv := gitserver.New(t, testToken)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 // TestRepo_CoexistsWithGitCLI writes 200 commits with CommitWrite while the
@@ -16,12 +17,10 @@ import (
 // because our lock is held is fine; a commit that reported success and is
 // not reachable afterwards is a loss.
 func TestRepo_CoexistsWithGitCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("200+200 commits")
-	}
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "co")
-	const n = 200
+	n := soak.Int(60, 200) // each side's commits
 	var wg sync.WaitGroup
 	var ours []string
 	var oursErr error
@@ -104,6 +103,7 @@ func TestRepo_CoexistsWithGitCLI(t *testing.T) {
 // TestRepo_SurvivesGitGC: a person's `git gc` packs our loose objects and
 // removes their fanout folders; later writes, pushes and fetches go on.
 func TestRepo_SurvivesGitGC(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "gc")
 	for i := 0; i < 20; i++ {

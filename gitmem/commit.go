@@ -117,6 +117,10 @@ type CommitRequest struct {
 	// Author, when set, authors and commits the commits instead of
 	// Options.Author (a shared repository's writes carry their agent).
 	Author *Signature
+	// SkipStaged leaves alone, index and file, every path whose index
+	// entry differs from HEAD: someone else staged it (a person's `git
+	// add`, a revert waiting on its editor), and it is theirs to commit.
+	SkipStaged bool
 }
 
 // Restored is a path a guard had put back to HEAD's version.
@@ -137,6 +141,9 @@ type CommitResult struct {
 	// Skipped are paths that are not memory paths (worktree.Check), left
 	// out while the others were committed; without One only.
 	Skipped []SkippedPath
+	// Staged are paths left alone because someone else staged them
+	// (SkipStaged).
+	Staged []string
 }
 
 // Commit is the one commit pipeline: under the repo's mutex and git's
@@ -229,10 +236,18 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 				return res, err
 			}
 		}
+		if req.SkipStaged && stagedIn(ix, p, e, inHead) {
+			res.Staged = append(res.Staged, p)
+			continue
+		}
 		v := PathView{Path: p, InHead: inHead, entry: e, objs: r.objs}
 		switch {
 		case f == nil && !inHead:
-			ix.Remove(p) // neither here nor in HEAD: nothing to record
+			// Neither here nor in HEAD: nothing to record. Only p's own
+			// entry goes: p may name a folder that was moved away, whose
+			// files HEAD still has (removing them from the index read as
+			// a person's staging, and held every commit for minutes).
+			ix.RemoveFile(p)
 			touched[p] = true
 			continue
 		case f == nil:

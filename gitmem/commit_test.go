@@ -25,6 +25,7 @@ func checkClean(tb testing.TB, dir string) {
 }
 
 func TestRepo_CommitWrite_TreeShapes(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "shapes")
 	steps := []struct {
@@ -99,6 +100,7 @@ func TestRepo_CommitWrite_TreeShapes(t *testing.T) {
 // last index write must still show in git status after memfsd rewrote the
 // index for another file.
 func TestRepo_CommitWrite_RacyGit(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "racy")
 	writeFile(t, r.Dir, "a.md", "aaaa\n")
@@ -124,6 +126,7 @@ func TestRepo_CommitWrite_RacyGit(t *testing.T) {
 }
 
 func TestRepo_CommitWrite_RefusesBadPaths(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "bad")
 	for _, p := range []string{"", "/abs", "../out", "a/../b", ".git/config", "x/.GIT/y", "./a", "a//b"} {

@@ -17,16 +17,20 @@ import (
 // repositories on local disk served with no server and no git binary.
 const EmbeddedScheme = "memfsd"
 
-var installEmbedded sync.Once
+// go-git keeps its transports in a plain map that every fetch and push
+// reads, so memfsd writes it once, at package init, before any goroutine
+// can read it: installing the embedded transport on first use raced with
+// another agent's fetch (go test -race, TestReconcile_*), and so would an
+// embedded agent added at run time beside agents that sync over HTTP.
+func init() {
+	client.InstallProtocol(EmbeddedScheme, &embeddedTransport{
+		inner: server.NewClient(embeddedLoader{}),
+	})
+}
 
 // EmbeddedURL is the URL of a bare repository at the absolute path dir,
-// served in-process. It installs the embedded transport on first use.
+// served in-process.
 func EmbeddedURL(dir string) string {
-	installEmbedded.Do(func() {
-		client.InstallProtocol(EmbeddedScheme, &embeddedTransport{
-			inner: server.NewClient(embeddedLoader{}),
-		})
-	})
 	return EmbeddedScheme + "://" + filepath.ToSlash(dir)
 }
 

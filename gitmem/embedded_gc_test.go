@@ -11,6 +11,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/fixture"
+	"github.com/memfsd/memfsd/internal/soak"
 	"github.com/memfsd/memfsd/internal/testgit"
 )
 
@@ -23,6 +24,7 @@ import (
 // repository's new packs, never reported (scripts/interop-letta.sh once
 // stopped on "permanent: fetch: object not found").
 func TestEmbedded_GitGCBesideFetch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bare := filepath.Join(t.TempDir(), "remote", "state.git")
 	// A history of some size: the upload-pack's walk of it is the window
@@ -64,7 +66,7 @@ func TestEmbedded_GitGCBesideFetch(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
-	const turns = 5
+	turns := soak.Int(3, 5)
 	for i := range turns {
 		writeFile(t, peer, fmt.Sprintf("peer/n%d.md", i), "peer\n")
 		git(t, peer, "add", "-A")

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/soak"
 	"github.com/memfsd/memfsd/internal/testgit"
 )
 
@@ -26,6 +27,7 @@ import (
 // (a `pack-refs --prune` or a git push then loses the write, and a reader
 // catches the file empty: "cannot lock ref ...: reference broken").
 func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
+	t.Parallel()
 	pushBesideGitCLI(t, func(int) []string { return []string{"pack-refs", "--all", "--prune"} })
 }
 
@@ -37,6 +39,7 @@ func TestEmbedded_RefsBesideGitCLI(t *testing.T) {
 // "not our ref" for the peer) when go-git published the pack's .idx before
 // the .pack and no .keep guarded it until the ref moved.
 func TestEmbedded_PushBesideGitGC(t *testing.T) {
+	t.Parallel()
 	pushBesideGitCLI(t, func(i int) []string {
 		switch i % 4 {
 		case 1:
@@ -134,7 +137,7 @@ func pushBesideGitCLI(t *testing.T, maint func(i int) []string) {
 		}
 	}()
 
-	const turns = 15
+	turns := soak.Int(6, 15) // pushes each side
 	var sides sync.WaitGroup
 	sides.Add(2)
 	go func() { // the git CLI peer

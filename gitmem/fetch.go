@@ -81,17 +81,18 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, nil
 	}
 	tip := ref.Hash()
-	r.mu.Lock()
-	has := r.objs.Has(tip)
+	var has bool
 	var haves []plumbing.Hash
-	if !has {
+	r.underLock(func() {
+		if has = r.objs.Has(tip); has {
+			return
+		}
 		for _, name := range []string{r.branchRef(), r.trackingRef()} {
 			if h, err := gitstore.ReadRef(r.GitDir, name); err == nil && !h.IsZero() && r.objs.Has(h) && !slices.Contains(haves, h) {
 				haves = append(haves, h)
 			}
 		}
-	}
-	r.unlock()
+	})
 	// Network, and the pack's check and index: all without r.mu.
 	var pk *fetchedPack
 	if !has {

@@ -18,6 +18,7 @@ import (
 // memfsd's gc.pid and git gc's exclude each other, both ways, with the
 // real git CLI as the other side.
 func TestRepo_GCPIDWithGitGC(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "gcpid")
 	commitN(t, r, 0, 5)
@@ -61,6 +62,7 @@ func TestRepo_GCPIDWithGitGC(t *testing.T) {
 
 // Which gc.pid and gc.pid.lock files hold a repack off, and which are stale.
 func TestRepo_GCPIDStale(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "stale")
 	pid := filepath.Join(r.GitDir, "gc.pid")

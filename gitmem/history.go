@@ -71,24 +71,25 @@ func (r *Repo) History(path string, limit int) ([]HistoryCommit, error) {
 		return out, nil
 	}
 	w := newHistoryWalk(r, p)
-	r.mu.Lock()
-	err = w.push(head)
-	r.unlock()
+	r.underLock(func() { err = w.push(head) })
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", p, err)
 	}
 	for len(out) < limit && w.queue.Len() > 0 {
-		r.mu.Lock()
-		for n := 0; n < historyLockEvery && len(out) < limit && w.queue.Len() > 0; n++ {
-			var hc *HistoryCommit
-			if hc, err = w.step(); err != nil {
-				break
+		r.underLock(func() {
+			if r.historyStep != nil {
+				r.historyStep()
 			}
-			if hc != nil {
-				out = append(out, *hc)
+			for n := 0; n < historyLockEvery && len(out) < limit && w.queue.Len() > 0; n++ {
+				var hc *HistoryCommit
+				if hc, err = w.step(); err != nil {
+					break
+				}
+				if hc != nil {
+					out = append(out, *hc)
+				}
 			}
-		}
-		r.unlock()
+		})
 		if err != nil {
 			return nil, fmt.Errorf("history %s: %w", p, err)
 		}

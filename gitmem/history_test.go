@@ -108,6 +108,7 @@ func hashes(cs []gitmem.HistoryCommit) []string {
 // commit's files under P as `git diff --name-status` against the first
 // parent names them.
 func TestRepo_History_MatchesGitLog(t *testing.T) {
+	t.Parallel()
 	dir, r := historyRepo(t)
 	paths := []string{"", "notes", "notes/", "notes/a.md", "notes/b.md", "notes/c.md", "notes/b.md/inner.md", "system", "system/human.md", "system/persona.md", "nowhere.md", "notes/zzz"}
 	for _, p := range paths {
@@ -171,6 +172,7 @@ func checkAgainstGit(t *testing.T, dir, p string, c gitmem.HistoryCommit) {
 // with the right error, never crashing or hanging on a ref the agent's
 // shell forged (a loop of symbolic refs, a FIFO, a link).
 func TestRepo_FileAt_Revisions(t *testing.T) {
+	t.Parallel()
 	dir, r := historyRepo(t)
 	head := git(t, dir, "rev-parse", "HEAD")
 	git(t, dir, "update-ref", "refs/memfsd/backup/1700000000", "HEAD~3")
@@ -243,6 +245,7 @@ func TestRepo_FileAt_Revisions(t *testing.T) {
 // TestRepo_FileAt_AmbiguousShortID: a 4-digit prefix two commits share is
 // refused as ambiguous, naming both; more digits pick one.
 func TestRepo_FileAt_AmbiguousShortID(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "memory")
 	git(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
 	// 1,500 empty commits: two share 4 digits (birthday bound) for sure.

@@ -36,6 +36,7 @@ func fixtureClone(t *testing.T) (string, *gitmem.Repo) {
 // folders, a path never there, one below a folder never there, and one
 // below a file.
 func TestRepo_History_FixtureMatchesGitLog(t *testing.T) {
+	t.Parallel()
 	dir, r := fixtureClone(t)
 	for _, p := range []string{fixture.Path(123), fixture.Path(7), "notes/d23", "notes", "notes/none.md", "notes/d07/zz/q.md", fixture.Path(7) + "/x", "elsewhere/a.md"} {
 		for _, limit := range []int{1, 20, 5000} {
@@ -61,6 +62,7 @@ func TestRepo_History_FixtureMatchesGitLog(t *testing.T) {
 // and notes/, which every commit changes), not the three of a lookup of
 // the whole path in every commit.
 func TestRepo_History_SkipsUnchangedFolders(t *testing.T) {
+	t.Parallel()
 	_, r := fixtureClone(t)
 	reads, commits, err := gitmem.HistoryTreeReads(r, fixture.Path(123))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // .gitignore does not hang the scan (it held the repo's lock), and a link
 // named .gitignore is not followed out of the folder.
 func TestScan_GitignoreThroughTheTree(t *testing.T) {
+	t.Parallel()
 	r := newTestRepo(t)
 	outside := filepath.Join(t.TempDir(), "patterns")
 	os.WriteFile(outside, []byte("*.md\n"), 0o600)

@@ -97,7 +97,8 @@ func (r *Repo) checkIncoming(local, remote, result plumbing.Hash) (plumbing.Hash
 		if err != nil {
 			return result, false, err
 		}
-		sig := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now()}
+		op := r.operator() // the operator's --restore-deletes
+		sig := object.Signature{Name: op.Name, Email: op.Email, When: time.Now()}
 		msg := fmt.Sprintf("memfsd: restore %d files a remote update deleted\n\nRemote tip: %s\n", len(gone), remote)
 		h, err := r.objs.Write(plumbing.CommitObject, codec.EncodeCommit(tree, []plumbing.Hash{result}, sig, sig, msg))
 		if err != nil {

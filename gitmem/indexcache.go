@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
 
 	"github.com/memfsd/memfsd/gitfmt/index"
+	"github.com/memfsd/memfsd/gitstore"
 )
 
 // indexCache keeps .git/index parsed between writes, so a write does not
@@ -33,10 +32,10 @@ type indexCache struct {
 	shared *index.Shared
 }
 
-// read returns the index at path, from the cache when it is current. The
+// read returns gitDir's index, from the cache when it is current. The
 // caller owns the result and may change it.
-func (c *indexCache) read(path string) (*index.Index, error) {
-	f, err := os.Open(path)
+func (c *indexCache) read(gitDir string) (*index.Index, error) {
+	f, _, err := gitstore.OpenGitFile(gitDir, "index", gitstore.MaxIndexSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.forget()
 		return &index.Index{Version: 2}, nil
@@ -64,7 +63,7 @@ func (c *indexCache) read(path string) (*index.Index, error) {
 	}
 	ix, link, err := index.Parse(data)
 	if err == nil && link != nil {
-		err = c.mergeShared(filepath.Dir(path), ix, link)
+		err = c.mergeShared(gitDir, ix, link)
 	}
 	if err != nil {
 		c.entries = nil
@@ -138,7 +137,7 @@ func (c *indexCache) forget() {
 // could ever be made again. A sparse index is refused instead (rebuilt,
 // the files outside its cone would look deleted).
 func (r *Repo) readIndex() (*index.Index, error) {
-	ix, err := r.ixc.read(filepath.Join(r.GitDir, "index"))
+	ix, err := r.ixc.read(r.GitDir)
 	switch {
 	case err == nil:
 		return ix, nil

@@ -18,6 +18,7 @@ import (
 // the index in between (a staged file, a same-size mode change) must be
 // what the next write patches, not the copy memfsd remembers.
 func TestRepo_IndexChangedBetweenWrites(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "ixc")
 	commit := func(p string) {
@@ -53,6 +54,7 @@ func TestRepo_IndexChangedBetweenWrites(t *testing.T) {
 // file the tool already committed) leaves .git/index as it is; a changed
 // stat is still recorded.
 func TestRepo_UnchangedWriteLeavesIndex(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "same")
 	writeFile(t, r.Dir, "a.md", "text\n")

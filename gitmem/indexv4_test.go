@@ -43,6 +43,7 @@ func seedNested(t *testing.T, dir string, n int) {
 // write; git reads what memfsd wrote, ls-files equals HEAD's tree and
 // status is clean. The same for git's split index in version 4.
 func TestRepo_IndexVersion4(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "v4")
 	seedNested(t, r.Dir, 300)
@@ -121,6 +122,7 @@ func TestRepo_IndexVersion4(t *testing.T) {
 // interrupted by a crash leaves it) is rebuilt from HEAD with a warning
 // instead of stopping every commit.
 func TestRepo_UnreadableIndexRebuilt(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "bad-index")
 	seedNested(t, r.Dir, 20)

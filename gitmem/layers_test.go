@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The engine's layers, lowest first (README, "How the engine works"). A
+// The engine's layers, lowest first (docs/engine.md, "How the engine works"). A
 // package may import its own layer and those below, never one above.
 // internal/... holds leaf helpers (atomicfile) every layer may use;
 // everything else in the module (agent, daemon, cmd, ...) sits above.
@@ -48,6 +48,7 @@ func layerOf(p string) int {
 // whole import closure, not only its own imports) names no package of a
 // layer above it.
 func TestLayers_ImportOnlyBelow(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("go", "list", "-json", "github.com/memfsd/memfsd/...")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -30,6 +30,7 @@ func backdate(t *testing.T, path string, age time.Duration) {
 // the next step named) and the person's commit then succeeds, and so does
 // memfsd's next one. A lock memfsd itself left (a crash) is still removed.
 func TestRepo_StaleLocks(t *testing.T) {
+	t.Parallel()
 	t.Run("PersonsCommitWithEditorOpen", func(t *testing.T) {
 		srv := gitserver.New(t, testToken)
 		r := mustClone(t, srv, "editor")

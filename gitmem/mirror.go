@@ -40,7 +40,7 @@ type MirrorOptions struct {
 type MirrorResult struct {
 	Tip     plumbing.Hash // the primary's tip, now the mirror's (zero: the primary has no commit yet)
 	From    plumbing.Hash // the mirror's tip before (zero: empty)
-	Commits int           // commits sent
+	Commits int           // commits new to the mirror (a forced push sends the history, counts only these)
 	Objects int
 	// Replaced: the mirror's branch did not lead to Tip and was moved
 	// anyway (the primary's history was replaced, or Force).
@@ -132,9 +132,8 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 			res.From = ref.Hash()
 		}
 	}
-	r.mu.Lock()
-	plan, err := r.planMirror(tip, res.From, opts)
-	r.unlock()
+	var plan mirrorPlan
+	r.underLock(func() { plan, err = r.planMirror(tip, res.From, opts) })
 	if err != nil {
 		return res, err
 	}
@@ -143,7 +142,7 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 		if err := sendUpdate(ctx, sess, caps, r.branchRef(), res.From, tip, plan.pack); err != nil {
 			return res, err
 		}
-		res.Commits, res.Objects = len(plan.commits), plan.objects
+		res.Commits, res.Objects = plan.fresh, plan.objects
 	}
 	r.mu.Lock()
 	defer r.unlock()
@@ -184,9 +183,8 @@ func (r *Repo) primaryTip(ctx context.Context) (plumbing.Hash, error) {
 	if !ok {
 		return plumbing.ZeroHash, nil
 	}
-	r.mu.Lock()
-	have := r.objs.Has(ref.Hash())
-	r.unlock()
+	var have bool
+	r.underLock(func() { have = r.objs.Has(ref.Hash()) })
 	if !have {
 		return plumbing.ZeroHash, fmt.Errorf("primary at %s: %w", gitstore.Short(ref.Hash()), ErrPrimaryAhead)
 	}
@@ -199,6 +197,22 @@ type mirrorPlan struct {
 	pack     []byte
 	objects  int
 	replaced bool
+	fresh    int // commits new to the mirror (Force sends more, none new)
+}
+
+// mirrorRelation says in words how a mirror's tip stands to the primary's
+// (known: the mirror's commit is in this clone). A commit this clone lacks
+// is not called unrelated: it may well be a child of a primary commit.
+func mirrorRelation(rel Relation, known bool) string {
+	switch {
+	case !known:
+		return "its tip is a commit the primary does not have, pushed to the mirror by someone else"
+	case rel == Behind:
+		return "the mirror is ahead of the primary on the same line"
+	case rel == Diverged:
+		return "both moved on from a common commit"
+	}
+	return rel.String()
 }
 
 // planMirror decides how the mirror at from reaches tip and packs what it
@@ -221,7 +235,7 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 		}
 		if rel != Ahead {
 			if (opts.Ours.IsZero() || from != opts.Ours) && !opts.Force {
-				return p, fmt.Errorf("%w: its %s is at %s, the primary's at %s (%s)", ErrMirrorDiverged, r.opts.Branch, gitstore.Short(from), gitstore.Short(tip), rel)
+				return p, fmt.Errorf("%w: its %s is at %s, the primary's at %s (%s)", ErrMirrorDiverged, r.opts.Branch, gitstore.Short(from), gitstore.Short(tip), mirrorRelation(rel, r.objs.Has(from)))
 			}
 			p.replaced = true
 			stop = base // Behind: base is tip itself; Unrelated or unknown: zero
@@ -239,6 +253,20 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 		}
 		p.commits = slices.Clone(w.order)
 		slices.Reverse(p.commits)
+		p.fresh = len(p.commits)
+		if stop.IsZero() && !from.IsZero() && !opts.Ours.IsZero() && r.objs.Has(opts.Ours) {
+			// The whole history goes (the mirror's tip is not ours to
+			// build on), but only what came after the tip memfsd last put
+			// there is new to the mirror: that is the count.
+			w := newWalker(r.objs, tip)
+			w.seen[opts.Ours] = true
+			for !w.done() {
+				if _, err := w.step(); err != nil {
+					return p, err
+				}
+			}
+			p.fresh = len(w.order)
+		}
 	}
 	var err error
 	p.pack, p.objects, err = r.buildPack(p.commits)

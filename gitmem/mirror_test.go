@@ -49,6 +49,7 @@ func sameLog(t *testing.T, primary, mirror *gitserver.Server, id string) {
 }
 
 func TestRepo_PushMirror(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("IncrementalAndOnlyWhatReachedThePrimary", func(t *testing.T) {
 		primary, mirror, r, m := mirrorSetup(t, "inc")

@@ -15,6 +15,7 @@ import (
 // refs/remotes/origin/main at never passed the outgoing check (secrets,
 // read-only blocks, front matter) and is not on the primary.
 func TestRepo_PushMirror_AgentWrittenTrackingRef(t *testing.T) {
+	t.Parallel()
 	primary, mirror, r, m := mirrorSetup(t, "track")
 	if _, err := r.PushMirror(context.Background(), m, gitmem.MirrorOptions{}); err != nil {
 		t.Fatal(err)
@@ -37,6 +38,7 @@ func TestRepo_PushMirror_AgentWrittenTrackingRef(t *testing.T) {
 // waits for the sync that brings the new tip (ErrPrimaryAhead, retryable),
 // then sends it.
 func TestRepo_PushMirror_PrimaryAhead(t *testing.T) {
+	t.Parallel()
 	primary, mirror, r, m := mirrorSetup(t, "ahead")
 	peer := t.TempDir()
 	git(t, peer, "clone", "-q", primary.RepoDir("ahead"), ".")

@@ -246,7 +246,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		if f.InRemote {
 			c.Hash, c.Mode = f.remote.Hash, f.remote.Mode
 		}
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, []gitstore.Change{c}, "memfsd: restore read-only "+p, time.Now(), &res); err != nil {
+		if tip, tipTree, err = r.commitChangesAs(r.operator(), tip, tipTree, []gitstore.Change{c}, "memfsd: restore read-only "+p, time.Now(), &res); err != nil {
 			return local, nil, err
 		}
 		done = append(done, p)
@@ -272,7 +272,8 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 			done = append(done, p)
 		}
 		msg := fmt.Sprintf("memfsd: restore %d deleted files", len(changes))
-		if tip, tipTree, err = r.commitChanges(tip, tipTree, changes, msg, time.Now(), &res); err != nil {
+		// The operator's --restore-deletes: authored by the operator.
+		if tip, tipTree, err = r.commitChangesAs(r.operator(), tip, tipTree, changes, msg, time.Now(), &res); err != nil {
 			return local, nil, err
 		}
 	}

@@ -79,9 +79,9 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 // as the new remote branch ref: the server refuses it when the branch
 // exists (compare-and-swap from absent).
 func (r *Repo) PushNewBranch(ctx context.Context, ref string, h plumbing.Hash) error {
-	r.mu.Lock()
-	pack, _, err := r.buildPack([]plumbing.Hash{h})
-	r.unlock()
+	var pack []byte
+	var err error
+	r.underLock(func() { pack, _, err = r.buildPack([]plumbing.Hash{h}) })
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}

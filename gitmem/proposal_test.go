@@ -11,6 +11,7 @@ import (
 // at is on disk when CommitOnto returns (git reads it, fsck is clean),
 // not only staged in memory until some later commit flushes.
 func TestRepo_CommitOnto_ObjectsOnDisk(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "onto")
 	writeFile(t, r.Dir, "a.md", "one\n")

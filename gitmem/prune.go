@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -107,7 +106,7 @@ func listBackups(gitDir string) ([]backupRef, error) {
 			add(BackupRefPrefix+e.Name(), false)
 		}
 	}
-	packed, err := packedRefNames(gitDir, BackupRefPrefix)
+	packed, err := gitstore.PackedRefNames(gitDir, BackupRefPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -127,33 +126,6 @@ func listBackups(gitDir string) ([]backupRef, error) {
 	return out, nil
 }
 
-// packedRefNames lists the refs in packed-refs whose names start with prefix.
-func packedRefNames(gitDir, prefix string) ([]string, error) {
-	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read packed-refs: %w", err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 42 || line[0] == '#' || line[0] == '^' || line[40] != ' ' {
-			continue
-		}
-		if name := line[41:]; strings.HasPrefix(name, prefix) {
-			out = append(out, name)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read packed-refs: %w", err)
-	}
-	return out, nil
-}
-
 // removeBackup deletes the loose ref name under its lock, and its reflog if
 // git kept one. It reports false when the ref was already gone or turned
 // out to be packed as well (removing the loose file would then bring back
@@ -166,7 +138,7 @@ func (r *Repo) removeBackup(name string) (bool, error) {
 	}
 	defer lk.Rollback()
 	// Checked under the lock: git pack-refs may have packed it meanwhile.
-	packed, err := packedRefNames(r.GitDir, name)
+	packed, err := gitstore.PackedRefNames(r.GitDir, name)
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", name, err)
 	}

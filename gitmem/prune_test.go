@@ -66,6 +66,7 @@ func without(all []string, drop ...string) []string {
 }
 
 func TestRepo_PruneBackups(t *testing.T) {
+	t.Parallel()
 	// 15 refs: 3 recent, 12 older than 30 days. Oldest first.
 	var ages []time.Duration
 	for i := 14; i >= 0; i-- {
@@ -135,6 +136,7 @@ func TestRepo_PruneBackups(t *testing.T) {
 }
 
 func TestRepo_PruneBackups_Edges(t *testing.T) {
+	t.Parallel()
 	t.Run("PackedLeftAloneButCounted", func(t *testing.T) {
 		r, names := openForPrune(t, 50*day, 40*day)
 		git(t, r.Dir, "pack-refs", "--all")

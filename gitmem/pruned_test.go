@@ -16,6 +16,7 @@ import (
 // not taken for present from memfsd's cache, or the commit names missing
 // objects and every later push fails.
 func TestRepo_PrunedObjectWrittenAgain(t *testing.T) {
+	t.Parallel()
 	const content = "the same note, written twice\n"
 	for _, tc := range []struct {
 		name string

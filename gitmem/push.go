@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // PushResult says what a push sent.
@@ -93,9 +94,9 @@ func (r *Repo) pushDirect(ctx context.Context, remote plumbing.Hash) (PushResult
 
 // sendPush packs what remote lacks (under r.mu) and sends it (without).
 func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, remote plumbing.Hash, caps *capability.List) (PushResult, error) {
-	r.lockWork() // the outgoing check may put a read-only block back
-	out, err := r.preparePush(remote)
-	r.unlockWork()
+	var out pushPlan
+	var err error
+	r.underWork(func() { out, err = r.preparePush(remote) }) // the outgoing check may put a read-only block back
 	local := out.local
 	res := PushResult{Head: local, Restored: out.restored}
 	if err != nil || local == remote {
@@ -170,7 +171,7 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 			return p, err
 		}
 	}
-	if err := r.checkRangeSecrets(p.commits); err != nil {
+	if err := r.checkRange(p.commits); err != nil {
 		return p, err
 	}
 	p.pack, p.objects, err = r.buildPack(p.commits)
@@ -181,13 +182,18 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 // credential (Options.Secret); nothing was pushed.
 var ErrPushSecret = errors.New("a commit to push holds what looks like a credential")
 
-// checkRangeSecrets runs Options.Secret over every file each commit of the
-// range adds or changes (not only the range's end state: a secret written
-// and then deleted is still in history once pushed).
-func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
-	if r.opts.Secret == nil {
-		return nil
-	}
+// ErrPushUntrackable: a commit about to be pushed carries a path memfsd
+// could not check out (worktree.Check: a .git in any case or disguise,
+// ...): pushed, it would stop every host that clones the memory. Nothing
+// is pushed until that commit is gone (a permanent error: a person acts).
+var ErrPushUntrackable = errors.New("a commit to push carries a path memfsd could not check out")
+
+// checkRange checks every file each commit of the range adds or changes
+// (not only the range's end state: what was written and then deleted is
+// still in history once pushed): its path must be one memfsd can check out
+// itself (ErrPushUntrackable), and Options.Secret must find no credential
+// in it (ErrPushSecret).
+func (r *Repo) checkRange(commits []plumbing.Hash) error {
 	for _, h := range commits {
 		c, err := r.objs.Commit(h)
 		if err != nil {
@@ -205,6 +211,12 @@ func (r *Repo) checkRangeSecrets(commits []plumbing.Hash) error {
 		}
 		for _, d := range diffs {
 			if d.To.Hash.IsZero() {
+				continue
+			}
+			if err := worktree.Check(d.Path); err != nil {
+				return fmt.Errorf("%w: %v, commit %s: drop that commit (git reset) and write the file again under another name", ErrPushUntrackable, err, gitstore.Short(h))
+			}
+			if r.opts.Secret == nil {
 				continue
 			}
 			data, err := r.objs.Blob(d.To.Hash)

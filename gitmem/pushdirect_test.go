@@ -14,6 +14,7 @@ import (
 // memfsd last saw is one POST, with no ref advertisement; each way the
 // shortcut can go wrong ends pushed, never lost.
 func TestReconcile_OneRequestPush(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T, id string) (*gitserver.Server, *gitmem.Repo) {
 		srv := gitserver.New(t, testToken)

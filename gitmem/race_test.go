@@ -31,6 +31,7 @@ func restoreRO(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 // step, so a write landing while a read-only file is being restored is never
 // committed, and the writer's last bytes are kept.
 func TestCommit_GuardRacingDirectWrites(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "ro")
 	writeFile(t, r.Dir, "ro.md", "orig\n")
@@ -96,6 +97,7 @@ func TestCommit_GuardRacingDirectWrites(t *testing.T) {
 // pulls replace those same files (many per pull) never loses a write: each
 // file ends with the agent's last bytes.
 func TestPull_AgentWritesWhileFilesAreReplaced(t *testing.T) {
+	t.Parallel()
 	const files = 200
 	srv := gitserver.New(t, testToken)
 	peer := cliClone(t, srv, "pull")
@@ -159,6 +161,7 @@ func TestPull_AgentWritesWhileFilesAreReplaced(t *testing.T) {
 // folder of uncommitted files (and a folder where it has a changed file):
 // nothing of the agent's is deleted; it moves aside as a conflict copy.
 func TestPull_FolderBecomesFile(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	peer := cliClone(t, srv, "swap")
 	git(t, peer, "checkout", "-q", "-b", "main")

@@ -10,6 +10,7 @@ import (
 
 // TestRepo_Reflog: memfsd's ref moves are in git's reflog, as git's own.
 func TestRepo_Reflog(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "rl")
 	writeFile(t, r.Dir, "a.md", "a\n")

@@ -70,6 +70,8 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
+	r.repackMu.Lock()
+	defer r.repackMu.Unlock()
 	began := time.Now()
 	release, err := r.takeGCPID()
 	if err != nil {
@@ -86,7 +88,7 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	if len(loose) < max(minLoose, 1) {
 		loose = nil
 	}
-	packs, err := gitstore.ListPacks(filepath.Join(objDir, "pack"))
+	packs, err := gitstore.ListPacks(r.GitDir)
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
@@ -111,21 +113,21 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	// every object is in its index), goes. Under mu, briefly: memfsd's
 	// storage learns the new pack list, and the rolled-up packs go (a
 	// lookup must never find a pack listed but gone).
-	r.mu.Lock()
-	for _, p := range merge {
-		if p.Name == name {
-			continue // the same objects packed the same way: it is the new pack
+	r.underLock(func() {
+		for _, p := range merge {
+			if p.Name == name {
+				continue // the same objects packed the same way: it is the new pack
+			}
+			base := filepath.Join(objDir, "pack", p.Name)
+			// The index first: without it git and go-git no longer see the pack.
+			for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap"} {
+				_ = os.Remove(base + ext)
+			}
+			res.Merged = append(res.Merged, p.Name)
 		}
-		base := filepath.Join(objDir, "pack", p.Name)
-		// The index first: without it git and go-git no longer see the pack.
-		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap"} {
-			_ = os.Remove(base + ext)
-		}
-		res.Merged = append(res.Merged, p.Name)
-	}
-	r.objs.RereadPacks()
-	r.objs.PacksRolledUp(res.Merged, name)
-	r.unlock()
+		r.objs.RereadPacks()
+		r.objs.PacksRolledUp(res.Merged, name)
+	})
 	// The loose copies go without the lock (hundreds of unlinks would
 	// stall writes): a reader that misses one finds it in the new pack,
 	// which every reader already sees. The pack is checked to be there

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 func looseCount(t *testing.T, dir string) int {
@@ -48,6 +49,7 @@ func commitN(t testing.TB, r *gitmem.Repo, from, n int) {
 }
 
 func TestRepo_Repack(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "rp")
 	commitN(t, r, 0, 100)
@@ -93,6 +95,7 @@ func TestRepo_Repack(t *testing.T) {
 // repack -a -d` (which ignores gc.pid): every commit that reported success
 // stays reachable, locally and on the remote, fsck clean.
 func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "race")
 	commitN(t, r, 0, 10)
@@ -163,6 +166,7 @@ func TestRepo_RepackRacingWritesAndGitGC(t *testing.T) {
 
 // A repack killed with SIGKILL at a random moment loses nothing.
 func TestRepo_RepackKilled(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("MEMFSD_REPACK_CHILD"); dir != "" {
 		r, err := gitmem.Open(dir, gitmem.Remote{}, gitmem.Options{Author: testAuthor})
 		if err != nil {
@@ -238,12 +242,13 @@ func TestRepo_RepackKilled(t *testing.T) {
 // tree keeps O(log n) packs, keeps every object (an unreachable one too),
 // and with deltas stays within 2x of what `git gc --aggressive` leaves.
 func TestRepo_RepackGeometric(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "geo")
 	lost := filepath.Join(t.TempDir(), "stray.txt")
 	os.WriteFile(lost, []byte("nobody points at me\n"), 0o600)
 	unreachable := git(t, r.Dir, "hash-object", "-w", lost)
-	const rounds, per = 24, 15
+	rounds, per := soak.Int(10, 24), 15
 	for round := 0; round < rounds; round++ {
 		for i := 0; i < per; i++ {
 			// 40 notes rewritten in turn: trees change on every commit.
@@ -285,7 +290,7 @@ func TestRepo_RepackGeometric(t *testing.T) {
 	// The rolled-up packs were read between rounds; none stays open.
 	fds, _ := os.ReadDir("/proc/self/fd")
 	for _, fd := range fds {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(target, ".pack") && strings.HasSuffix(target, "(deleted)") {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, r.GitDir+"/") && strings.Contains(target, ".pack") && strings.HasSuffix(target, "(deleted)") {
 			t.Fatalf("a removed pack is still open: %s", target)
 		}
 	}

@@ -53,6 +53,8 @@ func openUnder(t *testing.T, dir string) []string {
 // goroutines (go-git's encoder, which cannot be stopped mid-delta-search,
 // and the indexer) have ended and closed the repository's files; nothing
 // is lost.
+// Not parallel: it reads every goroutine's stack, and another test's
+// repack would look like this one's.
 func TestRepo_CloseWaitsForRepack(t *testing.T) {
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "repack-close")

@@ -60,7 +60,7 @@ func (r *Repo) probeLeases() {
 // noLeases turns leases off for the process and says so, once.
 func (r *Repo) noLeases(err error) {
 	if !noLease.Swap(true) {
-		r.log.Warn("no file leases on the memory's filesystem: a pull that replaces a file the agent is writing through an open descriptor can lose that write (README, What a replace guarantees)", "err", err)
+		r.log.Warn("no file leases on the memory's filesystem: a pull that replaces a file the agent is writing through an open descriptor can lose that write (docs/errors.md, What a replace guarantees)", "err", err)
 	}
 }
 
@@ -83,7 +83,7 @@ type decideFunc func(cur displaced) (data []byte, mode filemode.FileMode, write 
 // open past leaseWait, a symbolic link) the file is replaced by
 // rename-exchange, which returns what it displaced for the caller to check
 // but cannot see a write made afterwards through a descriptor opened
-// before (README, "What a replace guarantees").
+// before (docs/errors.md, "What a replace guarantees").
 func (r *Repo) replaceWorkFile(rel string, decide decideFunc) (cur displaced, replaced bool, st *syscall.Stat_t, err error) {
 	if err := r.realParents(rel); err != nil {
 		return displaced{}, false, nil, fmt.Errorf("write %s: %w", rel, err)

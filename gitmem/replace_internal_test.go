@@ -2,9 +2,12 @@ package gitmem
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,13 +38,40 @@ func startWriter(t *testing.T, r *Repo, rel, script string) chan error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	time.Sleep(300 * time.Millisecond)
+	// Wait until the writer's open waits on memfsd's lease: the kernel
+	// shows the lease BREAKING in /proc/locks (a fixed pause was not
+	// enough for bash to get there on a loaded machine).
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(r.Dir, rel), &st); err != nil {
+		t.Fatal(err)
+	}
+	// /proc/locks names the file major:minor:inode (hex device numbers);
+	// the inode alone can be another filesystem's file.
+	ino := fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		locks, _ := os.ReadFile("/proc/locks")
+		breaking := false
+		for _, l := range strings.Split(string(locks), "\n") {
+			if strings.Contains(l, "LEASE") && strings.Contains(l, "BREAKING") && strings.Contains(l, ino) {
+				breaking = true
+			}
+		}
+		if breaking {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer never waited on the lease of %s", rel)
+		}
+	}
 	return done
 }
 
 // TestReplace_WriterWaitingOnTheLease: a `>` writer that opens the file
 // while memfsd replaces it writes onto the file at the name, not onto one
 // that left the folder (with a rename-exchange its bytes were lost).
+// Not parallel: with other tests beside it under -race, the writer let
+// through by Reacquire was not back in its open within the re-lease
+// (seen twice, removed = true; under investigation, see the stop note).
 func TestReplace_WriterWaitingOnTheLease(t *testing.T) {
 	r := newTestRepo(t)
 	os.WriteFile(filepath.Join(r.Dir, "f.md"), []byte("old\n"), 0o600)
@@ -67,6 +97,10 @@ func TestReplace_WriterWaitingOnTheLease(t *testing.T) {
 
 // TestRemove_WriterWaitingOnTheLease: a `>>` writer that opens the file
 // while a pull removes it keeps what it wrote: the file is put back.
+// With two busy loops beside it this failed 10 times in 100 (removed =
+// true: Reacquire took the lease back before the woken writer ran, and its
+// bytes went into the removed file) until Reacquire counted the waiters
+// and watched their opens; 0 in 300 since.
 func TestRemove_WriterWaitingOnTheLease(t *testing.T) {
 	r := newTestRepo(t)
 	os.WriteFile(filepath.Join(r.Dir, "f.md"), []byte("old\n"), 0o600)
@@ -98,6 +132,7 @@ func TestRemove_WriterWaitingOnTheLease(t *testing.T) {
 }
 
 func TestTorn(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		cur, old, new string
 		want          bool
@@ -122,6 +157,7 @@ func TestTorn(t *testing.T) {
 // file half new, half old) is finished by the next Open; a file the agent
 // rewrote since is left alone.
 func TestOpen_FinishesATornReplace(t *testing.T) {
+	t.Parallel()
 	r := newTestRepo(t)
 	old, new := "old line one\nold line two\n", "new line\n"
 	os.WriteFile(filepath.Join(r.Dir, "torn.md"), []byte(new+old[len(new):]), 0o600)
@@ -175,6 +211,7 @@ func TestOpen_FinishesATornReplace(t *testing.T) {
 // TestReplace_BusyFilesShareOneWait: files another process keeps open are
 // replaced by the exchange after the lease wait, and one section waits
 // leaseWait in all, not per file.
+// Not parallel: it sets the package's leaseWait.
 func TestReplace_BusyFilesShareOneWait(t *testing.T) {
 	defer func(w time.Duration) { leaseWait = w }(leaseWait)
 	leaseWait = 300 * time.Millisecond
@@ -217,6 +254,7 @@ func TestReplace_BusyFilesShareOneWait(t *testing.T) {
 // shell reaches; a link (or a FIFO) the agent puts at its name is never
 // written through (or blocked on), and Open still works.
 func TestJournal_NeverThroughALink(t *testing.T) {
+	t.Parallel()
 	r := newTestRepo(t)
 	outside := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(outside, []byte("outside\n"), 0o600)

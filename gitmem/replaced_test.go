@@ -55,6 +55,7 @@ func remoteTreeHas(t *testing.T, bare string, files map[string]string) {
 // pack built on the remembered old tip, which the new remote does not
 // have: `missing necessary objects`, every time.
 func TestReconcile_RemoteHistoryReplaced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -137,6 +138,7 @@ func TestReconcile_RemoteHistoryReplaced(t *testing.T) {
 // commit, on the remembered tip: `missing necessary objects` from a git
 // server, every time.
 func TestReconcile_RemoteEmptied(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string

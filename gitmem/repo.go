@@ -43,7 +43,11 @@ type Remote struct {
 
 // Options configure a Repo. Zero values take the Default* constants.
 type Options struct {
-	Author   Signature
+	Author Signature
+	// Operator authors the commits memfsd makes for the operator (a
+	// block set, a read-only block put back, deletions restored); zero
+	// means Author.
+	Operator Signature
 	Branch   string
 	LockWait time.Duration
 	// NoSync turns off fsync of objects and refs (faster, not crash-safe).
@@ -98,7 +102,10 @@ type Repo struct {
 	objs      *objectStore
 	spares    *gitstore.Spares
 	bg        *background // a repack and its goroutines: Close waits
-	owner     *os.File    // shared flock: see claim
+	// repackMu is held by a repack throughout, and by ConfirmDamage: a
+	// loose object a repack removes once packed is never counted missing.
+	repackMu  sync.Mutex
+	owner     *os.File // shared flock: see claim
 	journal   *replaceJournal
 	soleOwner bool          // no other memfsd process used the repo when it was claimed
 	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
@@ -116,6 +123,12 @@ type Repo struct {
 	// beforeMove, when set (tests only), runs with mu held just before
 	// Reconcile moves the branch.
 	beforeMove func()
+	// historyStep, when set (tests only), runs with mu held at the start
+	// of each batch of a history walk.
+	historyStep func()
+	// betweenLooks, when set (tests only), runs between ConfirmDamage's
+	// two looks.
+	betweenLooks func()
 }
 
 // Close stops the repo's background work (a repack: cancelled, and waited
@@ -156,6 +169,22 @@ func (r *Repo) unlock() {
 	r.mu.Unlock()
 }
 
+// underLock runs f as one section under r.mu. The section ends through
+// unlock even when f panics (go-git on objects the agent can write): a
+// panic recovered further up must not leave the repository locked.
+func (r *Repo) underLock(f func()) {
+	r.mu.Lock()
+	defer r.unlock()
+	f()
+}
+
+// underWork is underLock for a section begun by lockWork.
+func (r *Repo) underWork(f func()) {
+	r.lockWork()
+	defer r.unlockWork()
+	f()
+}
+
 // ErrNotRepository is returned by Open on a folder without .git.
 var ErrNotRepository = errors.New("not a git repository")
 
@@ -179,6 +208,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	clearFetchLeftovers(gitDir, staleFetchAge)
 	gitstore.ClearWriteKeeps(gitDir)
 	r.probeLeases()
+	r.recoverLeftovers()
 	if fixed := r.recoverTorn(); len(fixed) > 0 {
 		r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
 	}
@@ -280,4 +310,27 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 	r.probeLeases()
 	r.spares.Start()
 	return r, nil
+}
+
+// operator is who authors the commits made for the operator.
+func (r *Repo) operator() Signature {
+	if r.opts.Operator.Name == "" {
+		return r.opts.Author
+	}
+	return r.opts.Operator
+}
+
+// CommitOperator commits paths as one commit authored by the operator
+// identity (Options.Operator): an operator's change, told apart from the
+// agent's in `git log --author`.
+func (r *Repo) CommitOperator(paths []string, message string) (plumbing.Hash, error) {
+	op := r.operator()
+	res, err := r.Commit(CommitRequest{Paths: paths, One: true, Message: func(PathView) string { return message }, Author: &op})
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if len(res.Commits) == 0 {
+		return res.Head, ErrNothingToCommit
+	}
+	return res.Head, nil
 }

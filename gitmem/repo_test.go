@@ -10,6 +10,7 @@ import (
 )
 
 func TestRepo_CommitWrite(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "a1")
 	writeFile(t, r.Dir, "notes/today.md", "hello\n")

@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -146,7 +144,7 @@ func (r *Repo) resolveBase(name string) (plumbing.Hash, error) {
 	if len(name) == 40 && isHex(name) {
 		return plumbing.NewHash(name), nil
 	}
-	if err := checkRefName(name); err != nil {
+	if err := gitstore.CheckRefName(name); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %v: %w", name, err, ErrBadRevision)
 	}
 	for _, full := range dwimRefs(name) {
@@ -180,26 +178,6 @@ func dwimRefs(name string) []string {
 	return out
 }
 
-// checkRefName is git's check-ref-format, enough to keep a name inside
-// .git/refs: no "..", no empty or dot-led part, no control characters or
-// any of ` ~^:?*[\`, no "@{", no ".lock" part ending.
-func checkRefName(name string) error {
-	if strings.ContainsAny(name, " ~^:?*[\\") || strings.Contains(name, "..") || strings.Contains(name, "@{") {
-		return errors.New(`a ref name has no spaces, "..", "@{" or any of ~^:?*[\`)
-	}
-	for _, c := range []byte(name) {
-		if c < 0x20 || c == 0x7f {
-			return errors.New("a ref name has no control characters")
-		}
-	}
-	for part := range strings.SplitSeq(name, "/") {
-		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
-			return errors.New(`a ref name has no empty part, no part starting with "." and none ending in ".lock"`)
-		}
-	}
-	return nil
-}
-
 func isHex(s string) bool {
 	for _, c := range []byte(s) {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
@@ -209,66 +187,11 @@ func isHex(s string) bool {
 	return true
 }
 
-// maxRefDepth bounds a chain of symbolic refs (git's is 5).
-const maxRefDepth = 5
-
-// refTarget reads a ref as git does (loose file, then packed-refs,
-// following "ref: " up to maxRefDepth times) without trusting the folder:
-// the agent's shell can write .git, so a ref that is a link, a FIFO, a
-// huge file or a loop of symbolic refs is an error, never a hang or a
-// crash. Zero when the ref does not exist.
+// refTarget reads a ref through gitstore.ReadRef (loose file, then
+// packed-refs, symbolic refs followed a bounded number of times, the
+// agent's files read as untrusted input). Zero when the ref does not exist.
 func (r *Repo) refTarget(name string) (plumbing.Hash, error) {
-	for range maxRefDepth {
-		data, err := readSmallRegular(filepath.Join(r.GitDir, filepath.FromSlash(name)))
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return gitstore.ReadPackedRef(r.GitDir, name)
-		}
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
-		}
-		s := strings.TrimSpace(string(data))
-		if target, ok := strings.CutPrefix(s, "ref: "); ok {
-			if err := checkRefName(target); err != nil || !strings.HasPrefix(target, "refs/") {
-				return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad symbolic ref %q", name, target)
-			}
-			name = target
-			continue
-		}
-		if !plumbing.IsHash(s) {
-			return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad content %q", name, s)
-		}
-		return plumbing.NewHash(s), nil
-	}
-	return plumbing.ZeroHash, fmt.Errorf("read ref %s: more than %d symbolic refs in a row", name, maxRefDepth)
-}
-
-// readSmallRegular reads a regular file of at most 4 KiB, not through a
-// link at its last component, without blocking on a FIFO or device.
-func readSmallRegular(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, errors.New("is a symbolic link")
-		}
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4097))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > 4096 {
-		return nil, errors.New("over 4 KiB")
-	}
-	return data, nil
+	return gitstore.ReadRef(r.GitDir, name)
 }
 
 // resolveShort finds the one commit whose id starts with prefix.
@@ -277,14 +200,14 @@ func (r *Repo) resolveShort(prefix string) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", prefix, err)
 	}
-	r.mu.Lock()
 	var commits []plumbing.Hash
-	for _, h := range found {
-		if _, err := r.objs.Commit(h); err == nil {
-			commits = append(commits, h)
+	r.underLock(func() {
+		for _, h := range found {
+			if _, err := r.objs.Commit(h); err == nil {
+				commits = append(commits, h)
+			}
 		}
-	}
-	r.unlock()
+	})
 	switch len(commits) {
 	case 0:
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: no commit id starts with it: %w", prefix, ErrUnknownRevision)
@@ -330,7 +253,7 @@ func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
 		return nil, err
 	}
 	for _, idx := range idxs {
-		hs, err := idxPrefix(idx, prefix)
+		hs, err := idxPrefix(s.GitDir, "objects/pack/"+filepath.Base(idx), prefix)
 		if err != nil {
 			continue // a pack a repack removed meanwhile, or one being written
 		}
@@ -344,8 +267,8 @@ func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
 // idxPrefix finds the ids starting with prefix in one pack index (v1 or
 // v2): the fan-out table bounds the bucket of the first byte, a binary
 // search the first match within it.
-func idxPrefix(path, prefix string) ([]plumbing.Hash, error) {
-	f, err := os.Open(path)
+func idxPrefix(gitDir, rel, prefix string) ([]plumbing.Hash, error) {
+	f, _, err := gitstore.OpenGitFile(gitDir, rel, gitstore.MaxPackIndexSize)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +280,7 @@ func idxPrefix(path, prefix string) ([]plumbing.Hash, error) {
 	fanAt, namesAt, stride := int64(0), int64(4*256), int64(24) // v1: (offset, name) pairs
 	if bytes.Equal(head[:4], []byte{0xff, 't', 'O', 'c'}) {
 		if binary.BigEndian.Uint32(head[4:]) != 2 {
-			return nil, fmt.Errorf("pack index %s: version %d", path, binary.BigEndian.Uint32(head[4:]))
+			return nil, fmt.Errorf("pack index %s: version %d", rel, binary.BigEndian.Uint32(head[4:]))
 		}
 		fanAt, namesAt, stride = 8, 8+4*256, 20
 	}
@@ -378,7 +301,7 @@ func idxPrefix(path, prefix string) ([]plumbing.Hash, error) {
 	}
 	hi := int64(binary.BigEndian.Uint32(fan[4:]))
 	if hi < lo || hi-lo > 1<<24 {
-		return nil, fmt.Errorf("pack index %s: bad fan-out", path)
+		return nil, fmt.Errorf("pack index %s: bad fan-out", rel)
 	}
 	nameAt := func(i int64) (plumbing.Hash, error) {
 		var h plumbing.Hash

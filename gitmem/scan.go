@@ -261,6 +261,9 @@ func (r *Repo) flattenCommit(h plumbing.Hash, files map[string]object.TreeEntry)
 		}
 		r.flat, r.flatTree = flat, tree
 	}
+	if files == nil {
+		return nil // the caller reads r.flat
+	}
 	for p, e := range r.flat {
 		files[p] = e
 	}

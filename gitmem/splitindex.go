@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitfmt/index"
@@ -120,11 +121,11 @@ func (r *Repo) indexWritten(ix *index.Index, data []byte) {
 func (r *Repo) splitIndexAllowed() bool {
 	r.splitOnce.Do(func() {
 		r.splitOff = false
-		cfg, err := r.st.Config()
+		cfg, err := r.readConfig()
 		if err != nil {
 			return
 		}
-		v := strings.ToLower(cfg.Raw.Section("core").Option("splitIndex"))
+		v := strings.ToLower(cfg.Section("core").Option("splitIndex"))
 		r.splitOff = v == "false" || v == "no" || v == "off" || v == "0"
 	})
 	return !r.splitOff
@@ -180,7 +181,7 @@ func (r *Repo) indexFromHead() (*index.Index, error) {
 // readSharedIndex reads and checks .git/sharedindex.<name>.
 func readSharedIndex(gitDir string, name [20]byte) (*index.Shared, error) {
 	path := filepath.Join(gitDir, sharedIndexPrefix+hex.EncodeToString(name[:]))
-	data, err := os.ReadFile(path)
+	data, err := gitstore.ReadGitFile(gitDir, filepath.Base(path), gitstore.MaxIndexSize)
 	if err != nil {
 		return nil, fmt.Errorf("read index: %w: %w", errSharedIndexLost, err)
 	}
@@ -195,4 +196,18 @@ func readSharedIndex(gitDir string, name [20]byte) (*index.Shared, error) {
 		return nil, fmt.Errorf("read index: %w: a shared index links to another", index.ErrFormat)
 	}
 	return &index.Shared{Name: name, Entries: ix.Entries, Size: int64(len(data))}, nil
+}
+
+// readConfig reads .git/config through gitstore's reader (not go-git's
+// storage, which would open a FIFO there and wait forever).
+func (r *Repo) readConfig() (*gitconfig.Config, error) {
+	data, err := gitstore.ReadGitFile(r.GitDir, "config", gitstore.MaxConfigSize)
+	if err != nil {
+		return nil, err
+	}
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil {
+		return nil, fmt.Errorf("read .git/config: %w", err)
+	}
+	return cfg, nil
 }

@@ -235,6 +235,7 @@ func TestRepo_SharedIndexLifetime(t *testing.T) {
 // shared entries deleted: EWAH run words, not only literals) is read
 // right: memfsd's next write keeps exactly the person's staged deletions.
 func TestRepo_ReadsGitSplitIndexRuns(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "runs")
 	for i := 0; i < 300; i++ {

@@ -128,10 +128,11 @@ func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, err
 	return rel, ahead, behind, nil
 }
 
-// FindTrailer walks HEAD's first-parent chain back at most limit commits
-// for one whose message has line as a line of its own (a trailer such as
-// "Memory-Call: K"), and returns it.
-func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) {
+// FindCommit walks HEAD's first-parent chain back at most limit commits,
+// newest first, for one whose message match accepts, and returns it. The
+// messages are the agent's input as much as memfsd's (a shell commit, a
+// reason): match decides what proves anything.
+func (r *Repo) FindCommit(limit int, match func(message string) bool) (plumbing.Hash, bool, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	h, err := r.Head()
@@ -143,10 +144,8 @@ func (r *Repo) FindTrailer(line string, limit int) (plumbing.Hash, bool, error) 
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		for _, l := range strings.Split(c.Message, "\n") {
-			if l == line {
-				return h, true, nil
-			}
+		if match(c.Message) {
+			return h, true, nil
 		}
 		if len(c.ParentHashes) == 0 {
 			break

@@ -109,6 +109,7 @@ func onRemote(t *testing.T, srv *gitserver.Server, agent string, r *gitmem.Repo,
 // accepted the request and says nothing (until released), memory writes and
 // status answer at once; afterwards every commit reaches the remote.
 func TestRepo_LocalWritesDuringSlowSync(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -187,6 +188,7 @@ func TestRepo_LocalWritesDuringSlowSync(t *testing.T) {
 // replays; a local commit lands while the fetch waits on the remote. The
 // result holds every file, the new commit's included.
 func TestRepo_CommitDuringFetchIsReplayed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := gitserver.New(t, testToken)
 	const agent = "replay-during-fetch"
@@ -233,6 +235,7 @@ func TestRepo_CommitDuringFetchIsReplayed(t *testing.T) {
 // move is refused, the sync integrates again from the new head, and the
 // person's commit is kept and pushed.
 func TestRepo_BranchMovedBeforeMove(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := gitserver.New(t, testToken)
 	const agent = "moved-before-move"
@@ -268,6 +271,7 @@ func TestRepo_BranchMovedBeforeMove(t *testing.T) {
 // Open removes the ones a crash left (old ones only: a fresh one may be a
 // live fetch of another process).
 func TestRepo_FetchTempFiles(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	const agent = "fetch-temp"
 	r := mustClone(t, srv, agent)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
@@ -82,11 +84,39 @@ func NewHTTPClient(t HTTPTimeouts) *http.Client {
 }
 
 // InstallHTTPClient installs, process-wide, a client with these deadlines
-// for go-git's http and https transports. The last call wins.
+// for go-git's http and https transports. The last call wins; a call
+// beside syncs in flight is safe (the transports in go-git's map are
+// installed once, at init, and only the client behind them is swapped).
 func InstallHTTPClient(t HTTPTimeouts) {
 	c := githttp.NewClient(NewHTTPClient(t))
-	client.InstallProtocol("http", c)
-	client.InstallProtocol("https", c)
+	httpTransport.inner.Store(&c)
+}
+
+// httpTransport serves go-git's http and https schemes with whichever
+// client InstallHTTPClient put there last (go-git's own until then).
+var httpTransport = func() *swappedTransport {
+	s := &swappedTransport{}
+	c := githttp.DefaultClient
+	s.inner.Store(&c)
+	return s
+}()
+
+func init() {
+	client.InstallProtocol("http", httpTransport)
+	client.InstallProtocol("https", httpTransport)
+}
+
+// swappedTransport hands each session to the transport stored last.
+type swappedTransport struct {
+	inner atomic.Pointer[transport.Transport]
+}
+
+func (s *swappedTransport) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	return (*s.inner.Load()).NewUploadPackSession(ep, auth)
+}
+
+func (s *swappedTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	return (*s.inner.Load()).NewReceivePackSession(ep, auth)
 }
 
 // idleConn fails a connection that makes no progress for idle. Progress

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ func shortDeadlines(t *testing.T) {
 	t.Cleanup(func() { gitmem.InstallHTTPClient(gitmem.DefaultHTTPTimeouts()) })
 }
 
+// Not parallel: it installs the process-wide HTTP client with short deadlines,
+// which would cut other tests' fetches short.
 func TestInstallHTTPClient(t *testing.T) {
 	t.Run("SilentRemoteTimesOut", func(t *testing.T) {
 		srv := gitserver.New(t, testToken)
@@ -108,9 +111,41 @@ func TestInstallHTTPClient(t *testing.T) {
 			t.Fatalf("self-signed certificate: class %s after %d attempts: %v", retry.ClassOf(err), out.Attempts, err)
 		}
 	})
+	t.Run("InstallBesideSyncs", func(t *testing.T) {
+		// A daemon installs its client at start and adds embedded agents
+		// at run time while others fetch: neither may write go-git's
+		// transport map under a running fetch (go test -race failed
+		// TestReconcile_* when the embedded transport went in on first use).
+		srv := gitserver.New(t, testToken)
+		r := mustClone(t, srv, "beside")
+		bare := filepath.Join(t.TempDir(), "remote", "state.git")
+		e, err := gitmem.Clone(context.Background(), filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 20; i++ {
+				gitmem.InstallHTTPClient(gitmem.DefaultHTTPTimeouts())
+				_ = gitmem.EmbeddedURL(bare)
+			}
+		}()
+		for i := 0; i < 5; i++ {
+			if _, err := r.Fetch(context.Background()); err != nil {
+				t.Fatalf("fetch over HTTP while the client is installed: %v", err)
+			}
+			if _, err := e.Fetch(context.Background()); err != nil {
+				t.Fatalf("fetch from the embedded remote: %v", err)
+			}
+		}
+		<-done
+	})
 }
 
 func TestDo_RetryAfterCappedAtTheBudget(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "later")
 	srv.AddFault(&gitserver.Fault{Count: -1, Status: 503, Header: http.Header{"Retry-After": {"3600"}}})
@@ -126,6 +161,7 @@ func TestDo_RetryAfterCappedAtTheBudget(t *testing.T) {
 }
 
 func TestDo_CallerCancelNotRetried(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "cancel")
 	srv.AddFault(&gitserver.Fault{Count: -1, Hang: true})

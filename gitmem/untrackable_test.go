@@ -16,11 +16,13 @@ import (
 
 // TestRepo_UntrackablePathsSkipped: the commit pipeline and the scan leave
 // out what git cannot track — a .git file or folder below the root in any
-// case, a name Windows reads as .git — and commit the rest; memfsd's own
-// (.git at the root, its temporary files) silently. Before, one such path
+// case, a name Windows reads as .git — and commit the rest (a name like
+// memfsd's old temporary files, .memfsd-tmp-*, included); memfsd's own
+// .git at the root silently. Before, one such path
 // failed the whole commit with "bad path", and the scan handed .GIT/x and
 // sub/.git (a file) to it.
 func TestRepo_UntrackablePathsSkipped(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "agent-1")
 	seed(t, r)
@@ -30,7 +32,7 @@ func TestRepo_UntrackablePathsSkipped(t *testing.T) {
 	writeFile(t, r.Dir, ".GIT/x", "x\n")
 	writeFile(t, r.Dir, "in/.Git/config", "[core]\n")
 	writeFile(t, r.Dir, "w/git~1", "w\n")
-	writeFile(t, r.Dir, "sub/.memfsd-tmp-7", "in flight\n")
+	writeFile(t, r.Dir, "sub/.memfsd-tmp-7", "a file like any other\n") // issue 27
 
 	sc, err := r.ScanWork()
 	if err != nil {
@@ -46,7 +48,7 @@ func TestRepo_UntrackablePathsSkipped(t *testing.T) {
 			t.Errorf("%s skipped with no reason", s.Path)
 		}
 	}
-	if want := []string{"a.md", "sub/b.md"}; !slices.Equal(dirty, want) {
+	if want := []string{"a.md", "sub/.memfsd-tmp-7", "sub/b.md"}; !slices.Equal(dirty, want) {
 		t.Fatalf("dirty = %v, want %v", dirty, want)
 	}
 	if want := []string{".GIT", "in/.Git", "sub/.git", "w/git~1"}; !slices.Equal(skipped, want) {
@@ -61,7 +63,7 @@ func TestRepo_UntrackablePathsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("commit with untrackable paths among the others: %v", err)
 	}
-	if want := []string{"a.md", "sub/b.md"}; !slices.Equal(res.Committed, want) {
+	if want := []string{"a.md", "sub/.memfsd-tmp-7", "sub/b.md"}; !slices.Equal(res.Committed, want) {
 		t.Fatalf("committed %v, want %v", res.Committed, want)
 	}
 	skipped = skipped[:0]
@@ -75,7 +77,7 @@ func TestRepo_UntrackablePathsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := git(t, srv.RepoDir("agent-1"), "ls-tree", "-r", "--name-only", "main")
-	if files != "a.md\nsub/b.md\nsystem/persona.md" {
+	if files != "a.md\nsub/.memfsd-tmp-7\nsub/b.md\nsystem/persona.md" {
 		t.Fatalf("remote files:\n%s", files)
 	}
 	git(t, srv.RepoDir("agent-1"), "fsck", "--strict")
@@ -92,6 +94,7 @@ func TestRepo_UntrackablePathsSkipped(t *testing.T) {
 // first clone, a fast-forward nor a replay: the gitlink stays in the tree
 // memfsd pushes, untouched, and memfsd writes nothing for it.
 func TestRepo_GitlinkFromRemote(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "agent-1")
 	seed(t, r)

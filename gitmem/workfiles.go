@@ -272,13 +272,10 @@ func (r *Repo) takeByRename(rel string) (displaced, error) {
 
 var asideSeq atomic.Int64
 
-// asideName is a temporary name beside rel that scans and watchers skip.
+// asideName is a temporary name for rel taken aside: in worktree.TempDir,
+// where no tree path can be (a crash leaves it to RecoverLeftovers).
 func (r *Repo) asideName(rel string) string {
-	name := fmt.Sprintf("%stake-%d-%d", worktree.TempPrefix, syscall.Getpid(), asideSeq.Add(1))
-	if dir := parentOf(rel); dir != "" {
-		return dir + "/" + name
-	}
-	return name
+	return worktree.TempDir + "/" + worktree.TempName("take")
 }
 
 // removeEmptyParents removes the folders above rel that it left empty.

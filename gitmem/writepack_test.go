@@ -16,6 +16,7 @@ import (
 // verify-pack, cat-file), with no loose object and no .keep left once the
 // write's ref has moved.
 func TestRepo_WritePacks(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "wp")
 	before := packCount(t, r.Dir)
@@ -54,6 +55,7 @@ func TestRepo_WritePacks(t *testing.T) {
 // moves; a person's `git repack -a -d` at that moment (it drops packed
 // objects no ref reaches) must leave that pack alone: its .keep says so.
 func TestRepo_WritePackKeptUntilBranchMoves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := gitserver.New(t, testToken)
 	const agent = "kept"
@@ -91,6 +93,7 @@ func TestRepo_WritePackKeptUntilBranchMoves(t *testing.T) {
 // pack without its index (git skips it; go-git would fail every
 // lookup on it): the repo opens and works.
 func TestRepo_WritePackCrashLeftovers(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "left")
 	commitN(t, r, 0, 3)

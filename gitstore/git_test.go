@@ -26,6 +26,7 @@ import (
 // fails with ErrRefMoved and leaves the ref; git's own index.lock holds
 // AcquireLock off until it goes.
 func TestStore_GitReadsWhatItWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testgit.Run(t, dir, "init", "-q", "-b", "main")
 	gitDir := filepath.Join(dir, ".git")

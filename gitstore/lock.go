@@ -216,7 +216,9 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 }
 
 // OwnLockSpares maps the inodes of spare files that have another name too
-// (a lock memfsd took by linking them) to their name in the spare folder.
+// (a lock memfsd took by linking them) to their name in the spare folder,
+// leaving out those of another memfsd process that still runs: its locks
+// are its own, however old.
 func OwnLockSpares(gitDir string) map[uint64]string {
 	spareDir := filepath.Join(gitDir, "memfsd", "spare")
 	ours := map[uint64]string{}
@@ -227,6 +229,9 @@ func OwnLockSpares(gitDir string) map[uint64]string {
 	for _, e := range entries {
 		fi, err := e.Info()
 		if err != nil {
+			continue
+		}
+		if o, ok := spareOwner(e.Name()); ok && o != thisProcess() && o.Alive() {
 			continue
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && fi.Mode().IsRegular() {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,7 @@ import (
 // and re-writes objects a pack already holds), and reads through go-git's
 // storage with its own recent objects in front (writepack.go).
 type Objects struct {
+	GitDir string // .git: untrusted files are read from it (ReadGitFile)
 	Dir    string // .git/objects
 	st     *filesystem.Storage
 	Reader objectReader // st, with pending and recent objects in front
@@ -44,6 +46,11 @@ type Objects struct {
 	present map[plumbing.Hash]bool
 	view    packView
 	Trees   map[plumbing.Hash]*object.Tree
+	// treeEntries counts the entries of the trees in Trees: a folder that
+	// grows by a file at every write leaves one tree per write, each as
+	// large as the folder, so a bound on the number of trees alone let the
+	// cache grow with the square of the folder's size.
+	treeEntries int
 	// commitTrees maps commits to their root trees: a write reads its
 	// parent's tree, which is nearly always the commit written before.
 	commitTrees map[plumbing.Hash]plumbing.Hash
@@ -92,20 +99,39 @@ func (s *Objects) remember(h plumbing.Hash) {
 	s.present[h] = true
 }
 
+// treeCacheEntriesMax bounds the entries of the cached trees together
+// (an entry is ~40 bytes plus its share of the tree: a few MiB).
+const treeCacheEntriesMax = 1 << 17
+
 // cacheTree keeps a decoded tree (its content, which its id fixes; not a
-// claim that it is still stored).
+// claim that it is still stored). The cache is bounded both in trees and
+// in their entries together; a tree larger than the whole bound is kept
+// alone.
 func (s *Objects) cacheTree(h plumbing.Hash, t *object.Tree) {
-	if len(s.Trees) >= objectCacheMax/4 {
+	if _, ok := s.Trees[h]; ok {
+		return
+	}
+	if len(s.Trees) >= objectCacheMax/4 || s.treeEntries+len(t.Entries) > treeCacheEntriesMax {
 		clear(s.Trees)
+		s.treeEntries = 0
 	}
 	s.Trees[h] = t
+	s.treeEntries += len(t.Entries)
+}
+
+// forgetTree drops tree h from the cache.
+func (s *Objects) forgetTree(h plumbing.Hash) {
+	if t, ok := s.Trees[h]; ok {
+		s.treeEntries -= len(t.Entries)
+		delete(s.Trees, h)
+	}
 }
 
 // OpenObjects opens the object store of gitDir over go-git's storage st;
 // with sync, what it writes is made durable before a ref moves.
 func OpenObjects(gitDir string, st *filesystem.Storage, sync bool) *Objects {
 	s := &Objects{
-		Dir: filepath.Join(gitDir, "objects"), st: st, Sync: sync,
+		GitDir: gitDir, Dir: filepath.Join(gitDir, "objects"), st: st, Sync: sync,
 		present: map[plumbing.Hash]bool{}, Trees: map[plumbing.Hash]*object.Tree{},
 		commitTrees: map[plumbing.Hash]plumbing.Hash{},
 		commits:     map[plumbing.Hash]*object.Commit{},
@@ -247,7 +273,7 @@ func (s *Objects) watchLocked() error {
 	if s.syncFD != nil || !s.Sync {
 		return nil
 	}
-	f, err := os.Open(s.Dir)
+	f, err := openDir(s.Dir)
 	if err != nil {
 		return err
 	}
@@ -268,7 +294,7 @@ func (s *Objects) Close() {
 
 // SyncDir makes dir's entries durable (an fsync of the folder).
 func SyncDir(dir string) error {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return err
 	}
@@ -341,4 +367,19 @@ func (s *Objects) Blob(h plumbing.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("read blob %s: %w", h, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// openDir opens a folder of the agent's .git: a FIFO (or anything but a
+// folder) there is an error at once, never a wait.
+func openDir(dir string) (*os.File, error) {
+	for {
+		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		}
+		return os.NewFile(uintptr(fd), dir), nil
+	}
 }

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -21,50 +20,84 @@ import (
 var ErrRefMoved = errors.New("ref moved by another writer")
 
 // ReadRef reads a ref as git does: the loose file first (it shadows
-// packed-refs), then packed-refs. A missing ref is the zero hash.
+// packed-refs), then packed-refs, following "ref: " up to MaxSymrefDepth
+// times. A missing ref is the zero hash. The agent's shell can write
+// .git, so a ref that is a link, a FIFO, a huge file, a loop of symbolic
+// refs or a symbolic ref out of refs/ is an error naming it, never a hang
+// or a crash (see OpenGitFile).
 func ReadRef(gitDir, name string) (plumbing.Hash, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name)))
-	switch {
-	case err == nil:
+	first := name
+	for range MaxSymrefDepth + 1 {
+		data, err := ReadGitFile(gitDir, name, MaxRefSize)
+		if errors.Is(err, fs.ErrNotExist) {
+			return ReadPackedRef(gitDir, name)
+		}
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", first, err)
+		}
 		s := strings.TrimSpace(string(data))
-		if strings.HasPrefix(s, "ref: ") {
-			return ReadRef(gitDir, strings.TrimPrefix(s, "ref: "))
+		if target, ok := strings.CutPrefix(s, "ref: "); ok {
+			if err := CheckRefName(target); err != nil || !strings.HasPrefix(target, "refs/") {
+				return plumbing.ZeroHash, fmt.Errorf("read ref %s: .git/%s is a bad symbolic ref %q", first, name, target)
+			}
+			name = target
+			continue
 		}
 		if !plumbing.IsHash(s) {
-			return plumbing.ZeroHash, fmt.Errorf("read ref %s: bad content %q", name, s)
+			return plumbing.ZeroHash, fmt.Errorf("read ref %s: .git/%s has bad content %q", first, name, s)
 		}
 		return plumbing.NewHash(s), nil
-	case errors.Is(err, fs.ErrNotExist):
-		return ReadPackedRef(gitDir, name)
-	default:
-		return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w", name, err)
 	}
+	return plumbing.ZeroHash, fmt.Errorf("read ref %s: %w: more than %d symbolic refs in a row (a loop?)", first, ErrSymrefLoop, MaxSymrefDepth)
 }
+
+// ErrSymrefLoop is a chain of symbolic refs longer than MaxSymrefDepth.
+var ErrSymrefLoop = errors.New("symbolic ref loop")
 
 // ReadPackedRef reads name from packed-refs alone.
 func ReadPackedRef(gitDir, name string) (plumbing.Hash, error) {
-	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	data, err := ReadGitFile(gitDir, "packed-refs", MaxPackedRefsSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read packed-refs: %w", err)
+		return plumbing.ZeroHash, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	suffix := []byte(" " + name)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) > 41 && line[40] == ' ' && bytes.Equal(line[40:], suffix) {
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 41 && line[40] == ' ' && bytes.Equal(line[40:], suffix) && plumbing.IsHash(string(line[:40])) {
 			return plumbing.NewHash(string(line[:40])), nil
 		}
 	}
-	return plumbing.ZeroHash, sc.Err()
+	return plumbing.ZeroHash, nil
+}
+
+// PackedRefNames lists the refs in packed-refs whose names start with prefix.
+func PackedRefNames(gitDir, prefix string) ([]string, error) {
+	data, err := ReadGitFile(gitDir, "packed-refs", MaxPackedRefsSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' || line[40] != ' ' {
+			continue
+		}
+		if name := string(line[41:]); strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // HeadBranch is the ref HEAD points to ("" when HEAD is detached).
 func HeadBranch(gitDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := ReadGitFile(gitDir, "HEAD", MaxRefSize)
 	if err != nil {
 		return "", fmt.Errorf("read HEAD: %w", err)
 	}
@@ -73,6 +106,26 @@ func HeadBranch(gitDir string) (string, error) {
 		return "", nil
 	}
 	return strings.TrimPrefix(s, "ref: "), nil
+}
+
+// CheckRefName is git's check-ref-format, enough to keep a name inside
+// .git/refs: no "..", no empty or dot-led part, no control characters or
+// any of ` ~^:?*[\`, no "@{", no ".lock" part ending.
+func CheckRefName(name string) error {
+	if strings.ContainsAny(name, " ~^:?*[\\") || strings.Contains(name, "..") || strings.Contains(name, "@{") {
+		return errors.New(`a ref name has no spaces, "..", "@{" or any of ~^:?*[\`)
+	}
+	for _, c := range []byte(name) {
+		if c < 0x20 || c == 0x7f {
+			return errors.New("a ref name has no control characters")
+		}
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
+			return errors.New(`a ref name has no empty part, no part starting with "." and none ending in ".lock"`)
+		}
+	}
+	return nil
 }
 
 // CASRef moves ref name from old to new with git's protocol: take

@@ -30,9 +30,11 @@ type PackInfo struct {
 	Objects []plumbing.Hash
 }
 
-// ListPacks reads every pack's object list from its index. A pack with a
-// .keep file is left out (git's convention: never repacked).
-func ListPacks(packDir string) ([]PackInfo, error) {
+// ListPacks reads every pack's object list from its index, in gitDir's
+// objects/pack. A pack with a .keep file is left out (git's convention:
+// never repacked).
+func ListPacks(gitDir string) ([]PackInfo, error) {
+	packDir := filepath.Join(gitDir, "objects", "pack")
 	entries, err := os.ReadDir(packDir)
 	if err != nil {
 		return nil, err
@@ -49,7 +51,7 @@ func ListPacks(packDir string) ([]PackInfo, error) {
 		if _, err := os.Stat(filepath.Join(packDir, base+".pack")); err != nil {
 			continue
 		}
-		objs, err := readIdxNames(filepath.Join(packDir, e.Name()))
+		objs, err := readIdxNames(gitDir, "objects/pack/"+e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.Name(), err)
 		}
@@ -58,9 +60,10 @@ func ListPacks(packDir string) ([]PackInfo, error) {
 	return out, nil
 }
 
-// readIdxNames lists the object ids in a version 2 pack index.
-func readIdxNames(path string) ([]plumbing.Hash, error) {
-	data, err := os.ReadFile(path)
+// readIdxNames lists the object ids in a version 2 pack index, rel below
+// gitDir (read by ReadGitFile: no link anywhere from gitDir down).
+func readIdxNames(gitDir, rel string) ([]plumbing.Hash, error) {
+	data, err := ReadGitFile(gitDir, rel, MaxPackIndexSize)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +167,7 @@ func TakeGCPID(gitDir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if gcPIDLive(p, host) {
+	if gcPIDLive(gitDir, host) {
 		lock.Close()
 		os.Remove(lock.Name())
 		return nil, ErrGCRunning
@@ -179,7 +182,7 @@ func TakeGCPID(gitDir string) (func(), error) {
 		os.Remove(lock.Name())
 		return nil, fmt.Errorf("repack: take gc.pid: %w", err)
 	}
-	return func() { releaseGCPID(p, host) }, nil
+	return func() { releaseGCPID(gitDir, host) }, nil
 }
 
 // gcPIDLockMaxAge: a gc.pid.lock older than this was left by a crash (git
@@ -210,12 +213,12 @@ func takeGCPIDLock(p string) (*os.File, error) {
 // file is younger than 12 hours and names a process of another host, or
 // one of this host that still runs (kill 0 succeeds, or EPERM) and is not
 // this process.
-func gcPIDLive(p, host string) bool {
-	fi, err := os.Stat(p)
+func gcPIDLive(gitDir, host string) bool {
+	fi, err := os.Stat(filepath.Join(gitDir, "gc.pid"))
 	if err != nil || time.Since(fi.ModTime()) > gcPIDMaxAge {
 		return false
 	}
-	pid, h, ok := gcPIDOwner(p)
+	pid, h, ok := gcPIDOwner(gitDir)
 	if !ok {
 		return false // git too ignores a gc.pid it cannot parse
 	}
@@ -229,9 +232,9 @@ func gcPIDLive(p, host string) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// gcPIDOwner reads gc.pid's "<pid> <host>".
-func gcPIDOwner(p string) (int, string, bool) {
-	data, err := os.ReadFile(p)
+// gcPIDOwner reads gitDir's gc.pid: "<pid> <host>".
+func gcPIDOwner(gitDir string) (int, string, bool) {
+	data, err := ReadGitFile(gitDir, "gc.pid", MaxRefSize)
 	if err != nil {
 		return 0, "", false
 	}
@@ -247,7 +250,8 @@ func gcPIDOwner(p string) (int, string, bool) {
 // it never removes a gc.pid a git gc has just taken over. When the lock is
 // busy the file stays; it names this process, which the next repack takes
 // for stale, and git for gone once the daemon exits.
-func releaseGCPID(p, host string) {
+func releaseGCPID(gitDir, host string) {
+	p := filepath.Join(gitDir, "gc.pid")
 	var lock *os.File
 	for try := 0; ; try++ { // git holds it for microseconds
 		var err error
@@ -261,7 +265,7 @@ func releaseGCPID(p, host string) {
 	}
 	defer os.Remove(lock.Name())
 	lock.Close()
-	if pid, h, ok := gcPIDOwner(p); ok && pid == os.Getpid() && h == host {
+	if pid, h, ok := gcPIDOwner(gitDir); ok && pid == os.Getpid() && h == host {
 		os.Remove(p)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -20,12 +21,12 @@ import (
 // fails if the lock exists, exactly like O_CREAT|O_EXCL.
 type Spares struct {
 	dir    string
-	target int // 0 until the repo has taken spareWarm files
+	self   procOwner // whose spares this pool makes (see owner.go)
+	target int       // 0 until the repo has taken spareWarm files
 	taken  int
 
 	mu    sync.Mutex
 	names []string
-	seq   int
 	kick  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -46,22 +47,23 @@ const spareWarm = 16
 func NewSpares(gitDir string) *Spares {
 	return &Spares{
 		dir:  filepath.Join(gitDir, "memfsd", "spare"),
+		self: thisProcess(),
 		kick: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 }
 
-// Start adopts spares left by an earlier run and starts the refill loop.
+// Start adopts the spares a process that is gone left (each renamed to
+// this process's name first, so no other process adopts it too) and starts
+// the refill loop. Spares of a live process, another memfsd on this home
+// (a one-shot `memfsd sync` beside the daemon) or another repo of this
+// one, are never used or removed: they are that process's.
 func (s *Spares) Start() {
 	s.once.Do(func() {
 		if entries, err := os.ReadDir(s.dir); err == nil {
 			for _, e := range entries {
-				// A spare that also has another name (a crash between link
-				// and unlink) is not free: drop our name for it.
-				if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && nlink(fi) == 1 {
-					s.names = append(s.names, filepath.Join(s.dir, e.Name()))
-				} else {
-					_ = os.Remove(filepath.Join(s.dir, e.Name()))
+				if name := s.adopt(e.Name()); name != "" {
+					s.names = append(s.names, name)
 				}
 			}
 		}
@@ -71,6 +73,44 @@ func (s *Spares) Start() {
 		// daemon may hold a thousand agents); the first take fills it.
 	})
 }
+
+// adopt takes over the spare file name if its process is gone: it returns
+// the spare's new name, or "" when it is not free for this pool.
+func (s *Spares) adopt(name string) string {
+	owner, ok := spareOwner(name)
+	if !ok || owner == s.self || owner.Alive() {
+		return ""
+	}
+	path := filepath.Join(s.dir, name)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	if nlink(fi) > 1 {
+		// A lock the dead process held (or a crash between link and
+		// unlink): its name here is how ClearStaleLocks knows the lock
+		// is memfsd's, so it stays.
+		return ""
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != 0 {
+		_ = os.Remove(path)
+		return ""
+	}
+	mine := s.newName()
+	if err := os.Rename(path, mine); err != nil {
+		return "" // another process adopted it first
+	}
+	return mine
+}
+
+// newName is a new spare file name of this pool's process.
+func (s *Spares) newName() string {
+	return filepath.Join(s.dir, sparePrefix(s.self)+strconv.FormatInt(spareSeq.Add(1), 10))
+}
+
+// spareSeq numbers the spare files of this process, across all its pools
+// (two repos of one process may share a spare folder).
+var spareSeq atomic.Int64
 
 // Stop ends the refill loop and waits for it.
 func (s *Spares) Stop() {
@@ -129,10 +169,18 @@ func (s *Spares) refill() {
 }
 
 func (s *Spares) create() (string, error) {
-	s.mu.Lock()
-	s.seq++
-	name := filepath.Join(s.dir, "s"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(s.seq))
-	s.mu.Unlock()
+	name := s.newName()
+	// The spare folder lies in the agent's .git: a file, FIFO or link the
+	// agent put where it (or .git/memfsd) belongs is removed, never
+	// followed, and the folder made again. Left there, it failed every
+	// commit of that agent for good, even after the agent put its .git
+	// back (found by TestWalls_FuzzOneAgentsGitDir: "make spare file: ...
+	// not a directory").
+	for _, d := range []string{filepath.Dir(s.dir), s.dir} {
+		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
+			_ = os.Remove(d)
+		}
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
@@ -163,17 +211,53 @@ func (s *Spares) take() (*os.File, string, error) {
 	if low {
 		s.refillSoon()
 	}
-	if name == "" {
-		var err error
-		if name, err = s.create(); err != nil {
-			return nil, "", fmt.Errorf("make spare file: %w", err)
+	if name != "" {
+		if f, err := openSpare(name); err == nil {
+			return f, name, nil
 		}
+		// The pool lies in the agent's .git: a spare removed or replaced
+		// there (the folder put back from a copy, say) is no spare, and
+		// the others likely went with it. Drop them all and make one now:
+		// a lost pool cost this write, and every later one, a failure
+		// until the daemon restarted (found by TestWalls_FuzzOneAgentsGitDir).
+		s.mu.Lock()
+		s.names = nil
+		s.mu.Unlock()
+		s.refillSoon()
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0)
+	var err error
+	if name, err = s.create(); err != nil {
+		return nil, "", fmt.Errorf("make spare file: %w", err)
+	}
+	f, err := openSpare(name)
 	if err != nil {
-		return nil, "", fmt.Errorf("open spare file: %w", err)
+		return nil, "", err
 	}
 	return f, name, nil
+}
+
+// openSpare opens the spare file name for writing, empty. The spare lies
+// in the agent's .git: never follow a link there, never wait on a FIFO
+// (O_NONBLOCK: ENXIO without a reader), only a regular file with no other
+// name is a spare (one hard-linked to another file would truncate that
+// file), and it is emptied only once it is known to be one.
+func openSpare(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open spare file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || nlink(fi) != 1 {
+		f.Close()
+		return nil, fmt.Errorf("open spare file %s: %w", name, ErrNotRegular)
+	}
+	if fi.Size() != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open spare file: %w", err)
+		}
+	}
+	return f, nil
 }
 
 // linkExclusive gives the spare the name path too, if nothing has it yet

@@ -13,6 +13,7 @@ import (
 // tool refuses with its .git answer and writes nothing; every name next to
 // them that git tracks, the tool writes and the scan commits.
 func TestTool_RefusesWhatTheScanSkips(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	untrackable := []string{".GIT", "Deep/x/.Git", "sub/.git", "w/.git.", "w/GIT~1", "h/.g\u200cit"}
 	trackable := []string{".github/a.md", ".gitignore", "..md", "w/git~2", "x.git"}
@@ -67,6 +68,7 @@ func TestTool_RefusesWhatTheScanSkips(t *testing.T) {
 // .git file in the folder failed the command with "bad path", and a
 // rename removed a nested .git folder with the old folder.
 func TestTool_FolderWithANestedRepository(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, p := range []string{"proj/a.md", "proj/deep/b.md", "gone/c.md"} {
 		if res := e.run(`{"command":"create","path":"/memories/` + p + `","file_text":"x\n"}`); res.IsError {

@@ -146,7 +146,13 @@ func (t *call) viewDir(shown, rel string, st *syscall.Stat_t) (string, error) {
 	collect(rel, "", 1)
 	lines := []string{formatSize(st.Size) + "\t" + shown}
 	for _, it := range items {
-		lines = append(lines, it.size+"\t"+shown+"/"+it.path)
+		line := shown + "/" + it.path
+		if worktree.OddName(it.path) {
+			// A name with a newline or bytes that are not UTF-8 (written
+			// by a shell) would split the listing: quoted, on its line.
+			line = strconv.Quote(line)
+		}
+		lines = append(lines, it.size+"\t"+line)
 	}
 	return "Here're the files and directories up to 2 levels deep in " + shown + ", excluding hidden items:\n" + strings.Join(lines, "\n"), nil
 }
@@ -202,7 +208,7 @@ func (t *call) create(in Input) (string, error) {
 	if err := t.checkParents(rel); err != nil {
 		return "", err
 	}
-	if _, err := t.apply([]change{{rel: rel, new: []byte(text)}}, message(in, "memory: create "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, new: []byte(text)}}, message(in, "memory: create "+rel)); err != nil {
 		return "", err
 	}
 	return "File created successfully at: " + in.Path, nil
@@ -343,7 +349,7 @@ func (t *call) strReplace(in Input) (string, error) {
 	if err := t.checkSecret(newStr); err != nil {
 		return "", err
 	}
-	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: str_replace "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: str_replace "+rel)); err != nil {
 		return "", err
 	}
 	newLines := strings.Split(updated, "\n")
@@ -413,7 +419,7 @@ func (t *call) insert(in Input) (string, error) {
 	if err := t.checkSecret(text); err != nil {
 		return "", err
 	}
-	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: insert "+display(rel))); err != nil {
+	if _, err := t.apply([]change{{rel: rel, old: before.Data, oldMode: before.Mode, new: []byte(updated)}}, message(in, "memory: insert "+rel)); err != nil {
 		return "", err
 	}
 	return "The file " + in.Path + " has been edited.", nil
@@ -460,7 +466,7 @@ func (t *call) delete(in Input) (string, error) {
 		}
 		changes = append(changes, c)
 	}
-	if _, err := t.apply(changes, message(in, "memory: delete "+display(rel))); err != nil {
+	if _, err := t.apply(changes, message(in, "memory: delete "+rel)); err != nil {
 		return "", err
 	}
 	if isDir(st) {
@@ -533,7 +539,7 @@ func (t *call) rename(in Input) (string, error) {
 		}
 		changes = append(changes, change{rel: f, old: data, oldMode: mode}, change{rel: dest, new: data, newMode: mode})
 	}
-	msg := message(in, "memory: rename "+display(oldRel)+" -> "+display(newRel))
+	msg := message(in, "memory: rename "+oldRel+" -> "+newRel)
 	if _, err := t.apply(changes, msg); err != nil {
 		return "", err
 	}

@@ -2,6 +2,8 @@ package memtool
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -50,6 +52,25 @@ type Call struct {
 
 // Writes reports whether the call is a write (a view is not).
 func (c Call) Writes() bool { return c.Dialect == LettaCode || c.Input.Command != "view" }
+
+// Fingerprint identifies what the call does: its dialect, tool and
+// arguments (JSON compacted, so spacing does not count). Two calls with one
+// fingerprint make the same change; an idempotency key sent again with
+// another fingerprint is a different call.
+func (c Call) Fingerprint() string {
+	h := sha256.New()
+	in, _ := json.Marshal(c.Input)
+	fmt.Fprintf(h, "%q\x00%q\x00%d:%s\x00", c.Dialect, c.Letta.Tool, len(in), in)
+	for _, f := range c.Letta.fields {
+		var raw bytes.Buffer
+		if json.Compact(&raw, f.raw) != nil {
+			raw.Reset()
+			raw.Write(f.raw)
+		}
+		fmt.Fprintf(h, "%q\x00%d:%s\x00", f.key, raw.Len(), raw.Bytes())
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
 
 // LettaArgs is a call of letta-code's memory or memory_apply_patch tool:
 // its arguments as sent, in their order (its errors list them so).

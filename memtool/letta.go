@@ -176,7 +176,7 @@ func (t *call) relativeLabel(raw, fieldName string) (string, error) {
 }
 
 // place resolves a path relative to the memory folder by memfsd's own
-// rules (.git, memfsd's temporary names, links): rel itself and src, what
+// rules (.git, links): rel itself and src, what
 // a read of it reads.
 func (t *call) place(rel string) (string, string, error) {
 	return t.resolve(Root + "/" + rel)

@@ -111,6 +111,7 @@ func showChanged(m map[string]*string) string {
 }
 
 func TestLetta_GoldenAgainstLettaCode(t *testing.T) {
+	t.Parallel()
 	cases, want := readToolGolden(t)
 	for i, c := range cases.Cases {
 		exp := want[i]

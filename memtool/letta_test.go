@@ -74,6 +74,7 @@ func (e *env) lettaWrite(js, subject, reason string) {
 }
 
 func TestLetta_EveryCommandOneCommitWithReason(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"Track coding preferences","file_path":"reference/coding.md","description":"The user's coding preferences.","file_text":"Uses type hints.\nLikes tests."}`,
 		"memory: create reference/coding.md", "Track coding preferences")
@@ -120,6 +121,7 @@ func TestLetta_EveryCommandOneCommitWithReason(t *testing.T) {
 }
 
 func TestLetta_ApplyPatchThreeFilesOneCommit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/todo.md","description":"Todo","file_text":"- buy milk\n- call Bob\n"}`, "memory: create notes/todo.md", "r")
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/old.md","description":"Old","file_text":"old\n"}`, "memory: create notes/old.md", "r")
@@ -195,6 +197,7 @@ func (e *env) snapshot() string {
 // TestLetta_ErrorStrings: letta-code's own words for its error cases, each
 // cited by its line in letta.js; each call changes nothing.
 func TestLetta_ErrorStrings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/a.md","description":"A","file_text":"alpha\n"}`, "memory: create notes/a.md", "r")
 	os.WriteFile(filepath.Join(e.dir, "notes/raw.md"), []byte("no front matter\n"), 0o600)
@@ -272,6 +275,7 @@ func TestLetta_ErrorStrings(t *testing.T) {
 // A patch with one bad hunk among good operations changes nothing: no
 // commit, no file written, added or removed.
 func TestLetta_PatchWithOneBadHunkChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/a","description":"A","file_text":"alpha\n"}`, "memory: create notes/a.md", "r")
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/b","description":"B","file_text":"beta\n"}`, "memory: create notes/b.md", "r")
@@ -293,6 +297,7 @@ func TestLetta_PatchWithOneBadHunkChangesNothing(t *testing.T) {
 // Read-only blocks are refused in letta-code's dialect too, by every
 // command; a patch touching one is refused whole.
 func TestLetta_ReadOnlyBlocks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/a","description":"A","file_text":"alpha\n"}`, "memory: create notes/a.md", "r")
 	ro := "memory: system/persona.md is read_only and cannot be modified"
@@ -330,6 +335,7 @@ func TestLetta_ReadOnlyBlocks(t *testing.T) {
 }
 
 func TestDecodeCall_Dialects(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		js, dialect, tool string
 		want              memtool.Dialect
@@ -369,6 +375,7 @@ func TestDecodeCall_Dialects(t *testing.T) {
 // The secret guard holds in letta-code's dialect: a credential in a
 // command's text or anywhere in a patch refuses the whole call.
 func TestLetta_SecretGuard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.lettaWrite(`{"command":"create","reason":"r","file_path":"notes/a","description":"A","file_text":"alpha\n"}`, "memory: create notes/a.md", "r")
 	key := "sk-" + strings.Repeat("A1b2", 8)

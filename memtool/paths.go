@@ -4,12 +4,12 @@ import (
 	"errors"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/memfsd/memfsd/internal/atomicfile"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -24,6 +24,9 @@ const Root = "/memories"
 func (t *call) resolve(p string) (rel, src string, err error) {
 	if strings.ContainsRune(p, 0) {
 		return "", "", toolErr("Path %s contains a NUL byte", quoteNUL(p))
+	}
+	if worktree.OddName(p) {
+		return "", "", toolErr("Path %s has a control character (e.g. a newline) or bytes that are not UTF-8 in it; use a plain name", strconv.Quote(p))
 	}
 	if strings.ContainsRune(p, '\\') {
 		return "", "", toolErr("Path %s contains a backslash; use / between folders", p)
@@ -55,7 +58,10 @@ func (t *call) resolve(p string) (rel, src string, err error) {
 			stack = append(stack, part)
 		}
 	}
-	rel = strings.Join(stack, "/")
+	rel, err = t.followWay(strings.Join(stack, "/"))
+	if err != nil {
+		return "", "", err
+	}
 	src, err = t.followLinks(rel)
 	if err != nil {
 		return "", "", err
@@ -63,10 +69,66 @@ func (t *call) resolve(p string) (rel, src string, err error) {
 	return rel, src, nil
 }
 
-// errViaSymlink is the answer to a path that meets a link the agent placed:
-// on the way to the file (every act refuses to pass it: openat2 with
-// RESOLVE_NO_SYMLINKS), or at its end leading outside the folder.
+// errViaSymlink is the answer to a path whose link leads outside the
+// folder (on the way or at its end), or that meets a link where the look
+// saw a folder (the agent swapped it meanwhile: no act passes a link).
 var errViaSymlink = toolErr("Path would escape /memories directory via symlink")
+
+// followWay replaces each link on the way to rel's last name (a folder
+// link inside the memory folder, as the reference handler follows it) by
+// where it leads, so that what it returns passes no link: every act then
+// goes through t.wt by that path, which the kernel refuses to resolve
+// through a link (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). A link
+// the agent puts there after this look makes the act fail, never escape.
+// A link leading outside the folder or into .git is refused; the last
+// name is left as it is (followLinks decides about it).
+func (t *call) followWay(rel string) (string, error) {
+	if rel == "" {
+		return "", nil
+	}
+	parts := strings.Split(rel, "/")
+	var done []string // the resolved, link-free part
+	for hops, i := 0, 0; i < len(parts)-1; i++ {
+		cand := strings.Join(append(done, parts[i]), "/")
+		st, err := t.wt.Lstat(cand)
+		if err != nil {
+			if isLinkRefusal(err) {
+				return "", errViaSymlink // a link now, where the walk saw a folder
+			}
+			break // missing: the command answers that
+		}
+		if !isLink(st) {
+			if !isDir(st) {
+				break // a file on the way: the command answers that
+			}
+			done = append(done, parts[i])
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", errViaSymlink
+		}
+		f, err := t.wt.Read(cand)
+		if err != nil || f == nil || f.Mode != worktree.Symlink {
+			return "", errViaSymlink // changed meanwhile
+		}
+		next, ok := t.linkTarget(cand, string(f.Data))
+		if !ok {
+			return "", errViaSymlink
+		}
+		if next != "" && worktree.Check(next) != nil {
+			return "", toolErr("Path would reach .git via symlink")
+		}
+		// Walk again from the root: the target may pass links of its own.
+		rest := parts[i+1:]
+		parts = nil
+		if next != "" {
+			parts = strings.Split(next, "/")
+		}
+		parts = append(parts, rest...)
+		done, i = nil, -1
+	}
+	return strings.Join(append(done, parts[len(done):]...), "/"), nil
+}
 
 // maxLinkHops bounds a chain of links at the end of a path.
 const maxLinkHops = 8
@@ -185,8 +247,6 @@ func untrackable(p, part string) error {
 	switch pe.Reason {
 	case worktree.ReasonDotGit, worktree.ReasonNTFS, worktree.ReasonHFS:
 		return toolErr("Path %s is inside .git, which holds memory's history and is not writable or readable here", p)
-	case worktree.ReasonTemp:
-		return toolErr("Path %s uses memfsd's temporary-file prefix %s; choose another name", p, atomicfile.Prefix)
 	}
 	return toolErr("Path %s is not a valid memory path: %s", p, pe.Reason)
 }

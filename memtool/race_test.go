@@ -37,6 +37,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // inside the memory folder or is refused: no file outside is created,
 // changed or removed, and no view answers with outside bytes or names.
 func TestTool_SymlinkSwapNeverEscapes(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dir := filepath.Join(base, "memory")
 	outside := filepath.Join(base, "outside")
@@ -136,11 +137,13 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 
 // TestTool_LinksTheAgentPlaced: a link at the end of a path that leads
 // inside the folder is read where it leads (as before); one that leads
-// outside is refused for every command; a link on the way is refused even
-// when it leads inside (no act passes a link); a folder view lists no link
-// and never what a link leads to. Before, a view of /memories listed the
-// files of an outside folder that a link in the memory folder pointed to.
+// outside is refused for every command; a link on the way that leads
+// inside is followed as the reference handler does (acts go by the path it
+// leads to, which passes no link); a folder view lists no link and never
+// what a link leads to. Before, a view of /memories listed the files of an
+// outside folder that a link in the memory folder pointed to.
 func TestTool_LinksTheAgentPlaced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	outside := filepath.Join(filepath.Dir(e.dir), "outside")
 	os.MkdirAll(outside, 0o700)
@@ -169,11 +172,10 @@ func TestTool_LinksTheAgentPlaced(t *testing.T) {
 		`{"command":"create","path":"/memories/out/new.md","file_text":"x"}`,
 		`{"command":"delete","path":"/memories/out/passwd"}`,
 		`{"command":"rename","old_path":"/memories/out/passwd","new_path":"/memories/stolen.md"}`,
-		`{"command":"view","path":"/memories/alias/a.md"}`,
-		`{"command":"create","path":"/memories/alias/b.md","file_text":"x"}`,
 	} {
 		e.expect(js, escape, true)
 	}
+	e.expect(`{"command":"view","path":"/memories/alias/a.md"}`, "Here's the content of /memories/alias/a.md with line numbers:\n     1\tinside a\n     2\t", false)
 	if data, _ := os.ReadFile(filepath.Join(outside, "passwd")); string(data) != "OUTSIDE root:x:0:0\n" {
 		t.Fatalf("outside file changed: %q", data)
 	}

@@ -88,6 +88,18 @@ type call struct {
 // refusal is the answer to a write the commit's guard refused at rel
 // (blocks.ErrReadOnly or blocks.ErrReadOnlyKey).
 func (t *call) refusal(rel string, err error) error {
+	var tree *blocks.TreeConstraintsError
+	if errors.As(err, &tree) {
+		// letta-code's pre-commit hook would refuse the tree (SPEC §9).
+		if t.letta != nil {
+			return lettaErr("%s: %s", t.letta.prefix, tree.Error())
+		}
+		texts := make([]string, len(tree.Worse))
+		for i, p := range tree.Worse {
+			texts[i] = p.Text
+		}
+		return toolErr("%s: not saved: the memory would break letta-code's limits (folders at most 2 deep, files at most 20,000 characters, root memory at most 65,536, unless .memfs.config.json says otherwise): %s", display(rel), strings.Join(texts, "; "))
+	}
 	var rules *blocks.FrontMatterRulesError
 	if errors.As(err, &rules) {
 		// letta-code's pre-commit hook refused it (SPEC §9): its output.
@@ -329,7 +341,7 @@ func (t *call) removeEmptyParents(rel string) {
 // filesBelow lists the files below the folder rel (relative to the memory
 // folder; links count as files, never followed), sorted, and the entries
 // below it that are not memory paths (worktree.Skip: a nested repository's
-// .git, ...; memfsd's temporary files left out), which are never
+// .git, ...; the root's own .git left out), which are never
 // committed and not descended into. Folders are listed through t.wt.
 func (t *call) filesBelow(rel string) (files, skipped []string, err error) {
 	var walk func(dir string) error
@@ -341,7 +353,7 @@ func (t *call) filesBelow(rel string) (files, skipped []string, err error) {
 		for _, e := range entries {
 			r := dir + "/" + e.Name
 			if skip, why := worktree.Skip(r, e.IsDir()); skip {
-				if why != "" { // not memfsd's own temporary files
+				if why != "" { // not the root's own .git
 					skipped = append(skipped, r)
 				}
 				continue

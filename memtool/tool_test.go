@@ -100,6 +100,7 @@ func (e *env) expect(js, want string, isErr bool) {
 }
 
 func TestTool_ReferenceScenarios(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// create
 	e.expect(`{"command":"create","path":"/memories/notes.txt","file_text":"line1\nline2\nline3\n"}`, "File created successfully at: /memories/notes.txt", false)
@@ -177,6 +178,7 @@ func gitStatus(dir string) string {
 }
 
 func TestTool_PathAttacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	outside := filepath.Join(filepath.Dir(e.dir), "outside")
 	os.MkdirAll(outside, 0o700)
@@ -223,6 +225,7 @@ func jsonString(s string) string {
 }
 
 func TestTool_ModesAndReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.expect(`{"command":"create","path":"/memories/p/q/f.md","file_text":"x"}`, "File created successfully at: /memories/p/q/f.md", false)
 	for _, c := range []struct {
@@ -256,6 +259,7 @@ func TestTool_ModesAndReadOnly(t *testing.T) {
 }
 
 func TestTool_SecretGuardAndViewCut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"key: AKIAABCDEFGHIJKLMNOP"}`,
 		"Refused: the text looks like a credential (AWS access key id (AKIA)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
@@ -276,6 +280,7 @@ func TestTool_SecretGuardAndViewCut(t *testing.T) {
 }
 
 func TestTool_BadInput(t *testing.T) {
+	t.Parallel()
 	if _, err := memtool.Decode([]byte(`{"command":"view","pth":"/memories"}`)); err == nil {
 		t.Fatal("unknown field accepted")
 	}
@@ -288,6 +293,7 @@ func TestTool_BadInput(t *testing.T) {
 }
 
 func TestTool_ReadOnlyAnsweredFirst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.expect(`{"command":"str_replace","path":"/memories/system/persona.md","old_str":"I","new_str":"U"}`,
 		"/memories/system/persona.md is read-only and cannot be modified", true)
@@ -296,6 +302,7 @@ func TestTool_ReadOnlyAnsweredFirst(t *testing.T) {
 // Every write command on a read-only path answers the read-only error
 // before any other (exists, missing, destination exists, ...).
 func TestTool_ReadOnlyAnsweredFirstForEveryWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ro := "/memories/system/persona.md is read-only and cannot be modified"
 	e.expect(`{"command":"create","path":"/memories/system/persona.md","file_text":"x"}`, ro, true)
@@ -315,6 +322,7 @@ func TestTool_ReadOnlyAnsweredFirstForEveryWrite(t *testing.T) {
 
 // A file of one line longer than the budget is cut inside that line.
 func TestTool_ViewCutsALongLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	long := strings.Repeat("x", 20000)
 	os.WriteFile(filepath.Join(e.dir, "one.md"), []byte(long), 0o600)
@@ -336,6 +344,7 @@ func TestTool_ViewCutsALongLine(t *testing.T) {
 
 // A write past the front matter's limit is refused and changes nothing.
 func TestTool_BlockLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.expect(`{"command":"create","path":"/memories/short.md","file_text":"---\ndescription: kept short\nlimit: 20\nowner: ops\n---\n0123456789\n"}`,
 		"File created successfully at: /memories/short.md", false)
@@ -355,6 +364,7 @@ func TestTool_BlockLimit(t *testing.T) {
 // A secret put together across two edits is refused: the whole file is
 // checked, not only the new text.
 func TestTool_SecretAcrossTwoEdits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"tok: sk-abc\n"}`, "File created successfully at: /memories/k.md", false)
 	e.expect(`{"command":"str_replace","path":"/memories/k.md","old_str":"abc","new_str":"defghijklmnopqrstuvwxyz0123"}`,

@@ -5,10 +5,12 @@ package reminders
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memfsd/memfsd/budget"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // Kinds of reminders (SPEC §6).
@@ -25,6 +27,17 @@ const (
 	KindLimitExceeded    = "limit_exceeded"
 	KindPathSkipped      = "path_skipped"
 	KindBudgetExceeded   = "budget_exceeded"
+	// KindConstraintsHeld: a write held because it breaks letta-code's
+	// MemFS limits (depth, characters, core memory, indexes) more.
+	KindConstraintsHeld = "constraints_held"
+	// KindWriteFailed: a direct write that could not be stored (a full
+	// disk, ...); the others are committed.
+	KindWriteFailed = "write_failed"
+	// KindWriteHeld: a direct write held for its size or its name.
+	KindWriteHeld = "write_held"
+	// KindGitRebuilt: the memory's .git lacked objects and was rebuilt
+	// from the server.
+	KindGitRebuilt = "git_rebuilt"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -58,12 +71,28 @@ type State struct {
 	FrontMatterWhy []string
 	// HeldRemoteDeletes are files an incoming update would delete.
 	HeldRemoteDeletes []string
+	// ConstraintsHeld are files not committed because the write makes
+	// the memory break letta-code's MemFS limits more, each with the
+	// problems it adds in letta-code's words.
+	ConstraintsHeld []ConstraintsHold
 	// LimitExceeded are files whose body is over their front matter's limit.
 	LimitExceeded []LimitOver
 	// PathSkipped are paths git cannot track (a .git below the root, ...).
 	PathSkipped []PathSkip
 	// BudgetExceeded is the pinned memory past its token budget (nil: within).
 	BudgetExceeded *BudgetOver
+	// WriteProblems are direct writes not committed: a full disk, too
+	// large, a bad name.
+	WriteProblems []WriteProblem
+	// GitRebuilt are when the memory's .git was rebuilt from the server
+	// (objects were missing).
+	GitRebuilt []time.Time
+}
+
+// ConstraintsHold is one file held by letta-code's MemFS limits.
+type ConstraintsHold struct {
+	Path     string   `json:"path"`
+	Problems []string `json:"problems"`
 }
 
 // BudgetOver is the pinned memory over its token budget: its estimate, the
@@ -94,7 +123,8 @@ type SecretHold struct {
 	Pattern string `json:"pattern"`
 }
 
-func memPath(p string) string { return "/memories/" + p }
+// memPath is a memory path as the agent sees it (ShowPath).
+func memPath(p string) string { return ShowPath(p) }
 
 func list(paths []string, max int) string {
 	return listEach(len(paths), max, func(i int) string { return memPath(paths[i]) })
@@ -152,6 +182,11 @@ func Build(st State, now time.Time) []Reminder {
 			"The memory server's history was replaced. Your files were kept: those the server lacked are restored, those it had differently sit beside its version as conflict copies, and your old history is saved at %s. Review the conflict copies if any.",
 			strings.Join(recent, ", "))})
 	}
+	if n := len(st.GitRebuilt); n > 0 && now.Sub(st.GitRebuilt[n-1]) < RecentRestore {
+		out = append(out, Reminder{KindGitRebuilt, fmt.Sprintf(
+			"The memory's git store lost objects (removed or put back from an older copy) and was rebuilt from the memory server at %s. Every file in your memory folder was kept and saved; a file you deleted shortly before may have come back from the server: delete it again if so. Leave the .git folder alone.",
+			st.GitRebuilt[n-1].UTC().Format(time.RFC3339))})
+	}
 	if len(st.HeldDeletes) > 0 {
 		out = append(out, Reminder{KindMassDeleteHeld, fmt.Sprintf(
 			"%d memory files vanished at once (%s), so nothing was deleted on the server and memory sync is paused for them. If that was a mistake, ask the operator to restore them (git checkout -- . in the memory folder). If it was intended, the operator runs: memfsd sync --agent %s --accept-deletes",
@@ -179,6 +214,15 @@ func Build(st State, now time.Time) []Reminder {
 		files := listEach(len(st.FrontMatterHeld), 5, func(i int) string { return memPath(st.FrontMatterHeld[i]) })
 		out = append(out, Reminder{KindFrontMatterHeld, fmt.Sprintf(
 			"Not saved: your write to %s broke the front matter at the top of the file (the lines between the two --- lines must stay key: value lines), so its settings would stop applying. Put the front matter back as it was and write below the closing ---; the file is committed as soon as its front matter parses again.",
+			files)})
+	}
+	if len(st.ConstraintsHeld) > 0 {
+		files := listEach(len(st.ConstraintsHeld), 5, func(i int) string {
+			h := st.ConstraintsHeld[i]
+			return memPath(h.Path) + " (" + strings.Join(h.Problems, "; ") + ")"
+		})
+		out = append(out, Reminder{KindConstraintsHeld, fmt.Sprintf(
+			"Not saved: %s would break the memory's limits (letta-code's MemFS rules: folders at most 2 deep, a file at most 20,000 characters, root memory at most 65,536 in all, a MEMORY.md in every folder, unless .memfs.config.json says otherwise). Split the file, move detail behind a MEMORY.md index, or undo the change; it is committed as soon as it fits. Do not change .memfs.config.json unless the user explicitly approves it.",
 			files)})
 	}
 	if len(st.LimitExceeded) > 0 {
@@ -213,6 +257,7 @@ func Build(st State, now time.Time) []Reminder {
 				"Shorten or merge them, or move detail into files outside them (still listed, read on demand); until it is within budget the memory tool refuses writes that add to it.",
 			where, b.Tokens, b.Limit, files)})
 	}
+	out = append(out, writeProblemReminders(st.WriteProblems)...)
 	if len(st.HeldRemoteDeletes) > 0 {
 		out = append(out, Reminder{KindRemoteDeleteHeld, fmt.Sprintf(
 			"An update from the memory server would delete %d of your memory files (%s), so it was not applied: your files stay and nothing is pushed until the operator decides (memfsd sync --agent %s --accept-deletes to take the deletion, --restore-deletes to put the files back on the server). Keep working; your writes are kept locally.",
@@ -244,4 +289,84 @@ func Text(rs []Reminder) string {
 	}
 	b.WriteString("</system-reminder>")
 	return b.String()
+}
+
+// Causes of a direct write that was not saved (WriteProblem.Cause).
+const (
+	CauseDiskFull    = "disk_full"    // the disk or quota holding the memory is full
+	CauseTooLarge    = "too_large"    // over the daemon's --max-file-bytes
+	CauseBadName     = "bad_name"     // a control character or bytes that are not UTF-8 in the name
+	CauseWriteFailed = "write_failed" // any other failure to store it
+)
+
+// WriteProblem is a file written straight into the folder that was not
+// committed, and why.
+type WriteProblem struct {
+	Path   string `json:"path"`
+	Cause  string `json:"cause"`
+	Detail string `json:"detail"`
+	// Size is the file's size in bytes (too_large), its cap in Limit.
+	Size  int64 `json:"size,omitempty"`
+	Limit int64 `json:"limit,omitempty"`
+}
+
+// Describe is the problem in a few words, the path as the agent sees it.
+func (w WriteProblem) Describe() string {
+	p := ShowPath(w.Path)
+	switch w.Cause {
+	case CauseDiskFull:
+		return p + " (disk full)"
+	case CauseTooLarge:
+		return fmt.Sprintf("%s (too large: %d bytes, the cap is %d)", p, w.Size, w.Limit)
+	case CauseBadName:
+		return p + " (bad name: a control character or bytes that are not UTF-8)"
+	}
+	if w.Detail != "" {
+		return p + " (" + firstLine(w.Detail) + ")"
+	}
+	return p + " (write failed)"
+}
+
+// ShowPath is a memory path as the agent sees it (/memories/...), quoted
+// as a Go string when its name holds a control character or bytes that
+// are not UTF-8, so it never breaks a line or a prompt.
+func ShowPath(p string) string {
+	m := "/memories/" + p
+	if BadName(p) {
+		return strconv.Quote(m)
+	}
+	return m
+}
+
+// BadName reports a name git could store but that must not reach a commit
+// subject, a listing or a prompt as it is (worktree.OddName).
+func BadName(p string) bool { return worktree.OddName(p) }
+
+// writeProblemReminders are the reminders for direct writes not saved.
+func writeProblemReminders(ps []WriteProblem) []Reminder {
+	var failed, held []WriteProblem
+	for _, p := range ps {
+		switch p.Cause {
+		case CauseTooLarge, CauseBadName:
+			held = append(held, p)
+		default:
+			failed = append(failed, p)
+		}
+	}
+	var out []Reminder
+	if len(failed) > 0 {
+		full := slices.ContainsFunc(failed, func(p WriteProblem) bool { return p.Cause == CauseDiskFull })
+		advice := "It stays in the folder and is committed as soon as storing it works; your other files are saved as usual. Tell the user memory could not store it."
+		if full {
+			advice = "The disk holding memory is full: the file stays in the folder and is committed once there is room; your other files are saved as usual. Delete files you no longer need (large ones first) and tell the user the memory disk is full."
+		}
+		out = append(out, Reminder{KindWriteFailed, fmt.Sprintf("Not saved: %s. %s",
+			listEach(len(failed), 5, func(i int) string { return failed[i].Describe() }), advice)})
+	}
+	if len(held) > 0 {
+		out = append(out, Reminder{KindWriteHeld, fmt.Sprintf(
+			"Not saved: %s. The bytes stay in the folder, uncommitted; nothing else waits on them. Split a file that is too large into smaller ones (or delete it); rename a file whose name has a control character (e.g. a newline) or bytes that are not UTF-8 to a plain name. It is committed as soon as it fits.",
+			listEach(len(held), 5, func(i int) string { return held[i].Describe() }))})
+	}
+	return out
 }

@@ -101,6 +101,10 @@ func Wrap(op string, err error) error {
 		return err
 	}
 	c, after := classify(err)
+	if h := unresolvedHost(err); h != nil {
+		// The host, not go-git's words for the lookup.
+		err = h
+	}
 	return &Error{Op: op, Class: c, RetryAfter: after, Err: err}
 }
 
@@ -146,6 +150,8 @@ func classify(err error) (Class, time.Duration) {
 		return ClassMassDeleteHeld, 0
 	case errors.Is(err, gitmem.ErrPushSecret):
 		return ClassSecretHeld, 0
+	case errors.Is(err, gitmem.ErrPushUntrackable):
+		return ClassPermanent, 0 // a person drops the commit: retrying pushes the same tree
 	case isCertificateError(err):
 		return ClassPermanent, 0 // nothing to retry: a person fixes the certificate
 	case errors.Is(err, context.DeadlineExceeded):

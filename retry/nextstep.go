@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -28,6 +29,14 @@ func NextStep(err error) string {
 	switch {
 	case ClassOf(err).Held():
 		return ClassOf(err).NextStep()
+	case errors.Is(err, gitmem.ErrObjectsMissing):
+		return "the memory's .git lacks objects its refs name (named above) and rebuilding it from the remote failed (the remote down, a full disk): memfsd tries again at the next sync, and the work tree's files are kept meanwhile; if the remote stays unreachable, fix it (--base-url, the token) or run `memfsd sync --agent ID` once it is back; memfsd keeps the damaged .git beside the memory folder as broken-git-<time>"
+	case gitmem.MissingObject(err):
+		return "an object the memory's .git should hold was not found: memfsd checks the repository and, when objects are really missing, rebuilds .git from the remote (the old one kept as <home>/agents/ID/broken-git-<time>); if it stays, check that no git gc or copy is running in the folder; the next sync looks again"
+	case errors.Is(err, gitstore.ErrSymrefLoop):
+		return "a ref in the memory's .git (named above) is a loop of symbolic refs: point it at a commit again (`git update-ref <ref> <commit>`, or remove the file and `git fetch`); memfsd tries again at the next sync"
+	case errors.Is(err, gitstore.ErrNotRegular), errors.Is(err, gitstore.ErrTooLarge):
+		return "a file in the memory's .git (named above) is not what git writes there (a FIFO, device, link or an oversized file): remove it and put back what git expects (`git update-ref`, `git fetch`, `git reset` for the index); memfsd tries again at the next sync"
 	case errors.Is(err, gitmem.ErrLocked):
 		return "a git command holds a lock in the memory's .git (e.g. `git commit` with its editor open): finish it, or remove the .lock file named above if no git command is running; memfsd tries again at the next sync"
 	case errors.Is(err, worktree.ErrUntrackable):

@@ -2,10 +2,15 @@ package retry_test
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
@@ -29,6 +34,8 @@ func TestNextStep_PerCause(t *testing.T) {
 		{fmt.Errorf("write: %w", syscall.EACCES), "permissions"},
 		{fmt.Errorf("fetch: %w", x509.UnknownAuthorityError{}), "certificate"},
 		{fmt.Errorf("something odd"), "read the cause"},
+		{fmt.Errorf("push: read commit 1234: %w", plumbing.ErrObjectNotFound), "rebuilds .git from the remote"},
+		{fmt.Errorf("rebuild: %w; clone: connection refused", &gitmem.DamageError{Count: 1, Missing: []plumbing.Hash{{1}}, What: "HEAD's tree"}), "tries again at the next sync"},
 	} {
 		got := retry.NextStep(c.err)
 		if !strings.Contains(got, c.want) {
@@ -61,5 +68,42 @@ func TestClass_HeldStates(t *testing.T) {
 	}
 	if retry.ClassPermanent.Held() || retry.ClassRetryable.Held() {
 		t.Error("permanent or retryable counted as held")
+	}
+}
+
+// TestWrap_UnresolvedHost: a name lookup that fails, as go-git's HTTP
+// transport returns it (a url.Error around a dial's DNSError, bare or in
+// go-git's UnexpectedError), is named by its host and URL (no user-info, no
+// query, no smart-HTTP route), keeps its class (retryable) and its chain,
+// and its next step says what to check, not "commits stay local".
+func TestWrap_UnresolvedHost(t *testing.T) {
+	lookup := &url.Error{Op: "Get", URL: "http://bob@no-such-host.invalid/v1/git/a/state.git/info/refs?service=git-upload-pack",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "no-such-host.invalid", IsNotFound: true}}}
+	for _, cause := range []error{
+		fmt.Errorf("clone: pull: fetch: %w", lookup),
+		fmt.Errorf("push: %w", plumbing.NewUnexpectedError(lookup)),
+	} {
+		err := retry.Wrap("clone a", cause)
+		msg := err.Error()
+		for _, want := range []string{"clone a: retryable: ", "host no-such-host.invalid does not resolve (no such host)", "http://no-such-host.invalid/v1/git/a/state.git"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%q lacks %q", msg, want)
+			}
+		}
+		for _, not := range []string{"bob", "dial tcp", "lookup", "info/refs", "service="} {
+			if strings.Contains(msg, not) {
+				t.Errorf("%q says %q", msg, not)
+			}
+		}
+		if retry.ClassOf(err) != retry.ClassRetryable {
+			t.Errorf("class %s, want retryable", retry.ClassOf(err))
+		}
+		var dns *net.DNSError
+		if !errors.As(err, &dns) && !strings.HasPrefix(cause.Error(), "push") {
+			t.Errorf("the DNSError is lost from the chain")
+		}
+		if step := retry.NextStep(err); !strings.Contains(step, "--base-url") || !strings.Contains(step, "DNS") || strings.Contains(step, "commits stay local") {
+			t.Errorf("next step %q", step)
+		}
 	}
 }

@@ -17,7 +17,9 @@ go test -run '^$' -bench 'BenchmarkCommitWrite' -benchtime "${N}x" -timeout 60m 
 go test -run '^$' -bench 'BenchmarkPush' -benchtime "${P}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkClone' -benchtime "${C}x" -timeout 60m ./gitmem/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkAPIWrite|BenchmarkTurn' -benchtime "${N}x" -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkMCPWrite' -benchtime "${N}x" -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
 go test -run '^$' -bench 'BenchmarkLongLife' -benchtime 1x -timeout 60m ./cmd/memfsd/ | tee -a "$out" >&2
+go test -run '^$' -bench 'BenchmarkSearchGoDocs|BenchmarkSearchAgents' -benchtime 1x -timeout 30m ./search/ | tee -a "$out" >&2
 agents=$(scripts/bench-agents.sh)
 
 echo
@@ -46,6 +48,15 @@ awk '
   printf "| %s | %s | %.2f ms | %.2f ms (%s) | %.3f (1/%.1f) |\n", op, repo, m, c, cli, r, 1/r
 }' "$out"
 echo
+echo "| one memory write | MCP (median) | socket API (median) | MCP ÷ API (target ≤ 1.5) |"
+echo "|---|---|---|---|"
+awk '/^BenchmarkMCPWrite\// {
+  name=$1; sub(/-[0-9]+$/, "", name); split(name, p, "/"); via=p[2]; gsub("via=", "", via)
+  for (i = 2; i <= NF; i++) { if ($i == "memfsd-ms") m=$(i-1); if ($i == "cli-ms") c=$(i-1); if ($i == "ratio") r=$(i-1) }
+  label = "memfsd mcp (stdio), " via; if (via == "http") label = "/mcp on the agent socket (streamable HTTP)"
+  printf "| %s | %.2f ms | %.2f ms | %.2f |\n", label, m, c, r
+}' "$out"
+echo
 echo "| long life (W=${W:-10000} writes through the API, no turns) | first 100 (median) | last 100 | last ÷ first | .git ÷ after git gc --aggressive | objects ÷ |"
 echo "|---|---|---|---|---|---|"
 awk '/^BenchmarkLongLife/ {
@@ -56,3 +67,15 @@ echo
 echo "| scale | start-up | memory | idle |"
 echo "|---|---|---|---|"
 echo "$agents"
+echo
+echo "| memory_search on Go doc comments | recall@1 | recall@5 | names only @1 / @5 | p50 | p99 | heap | build (first search) | one write re-indexed |"
+echo "|---|---|---|---|---|---|---|---|---|"
+awk '/^BenchmarkSearchGoDocs\// {
+  name=$1; sub(/-[0-9]+$/, "", name); split(name, p, "/"); gsub("files=", "", p[2])
+  for (i = 2; i <= NF; i++) { v[$i]=$(i-1) }
+  printf "| %s files | %.1f%% | %.1f%% | %.1f%% / %.1f%% | %.2f ms | %.2f ms | %.1f MiB | %.0f ms | %.2f ms |\n", p[2], v["recall@1-%"], v["recall@5-%"], v["names@1-%"], v["names@5-%"], v["p50-ms"], v["p99-ms"], v["heap-MiB"], v["build-ms"], v["write-ms"]
+}
+/^BenchmarkSearchAgents/ {
+  for (i = 2; i <= NF; i++) { v[$i]=$(i-1) }
+  printf "| 1,000 agents, default blocks | | | | | | %.1f KiB per agent | %.0f ms for all | |\n", v["KiB/agent"], v["ms/1000-agents"]
+}' "$out"

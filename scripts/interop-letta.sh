@@ -19,6 +19,16 @@
 # auto gc, made frequent, and a gc/repack loop; see below), so memfsd's
 # fetches meet packs deleted under them.
 #
+# letta-code's own pre-commit hook (its front-matter rules and MemFS tree
+# constraints, installed from the bundle as letta-code installs it in its
+# memory clone: root-marker policy) runs on every letta-code commit, with
+# letta-code's defaults in .memfs.config.json on the remote (put there by
+# the operator, LETTA_MEMORY_CONSTRAINTS_UPDATE=1). Half-way, memfsd's
+# side tries a turn past those rules on each route (issue 29): a depth-3
+# file through the tool (refused), a 20,001-character direct write (held),
+# a depth-3 file committed with the shell's git (held back from the push);
+# letta-code's next commit on the shared remote must still pass its hook.
+#
 # At the end: every line each side wrote is in the remote's main, both
 # sides' HEAD equal the remote's, `git fsck --strict` clean on all three.
 # Prints the figures (and how many gcs ran, how many syncs memfsd retried);
@@ -81,17 +91,56 @@ gcloop() {
 L="$W/letta"
 git clone -q "$BARE" "$L"
 git -C "$L" pull --ff-only -q
+node scripts/letta-constraints-golden.mjs "$B" --install "$L" root-marker
+printf '{\n  "version": 1,\n  "maxDepth": 2,\n  "maxFileCharacters": 20000,\n  "maxCoreMemoryCharacters": 65536\n}\n' >"$L/.memfs.config.json"
+git -C "$L" add .memfs.config.json
+LETTA_MEMORY_CONSTRAINTS_UPDATE=1 git -C "$L" -c user.name=operator -c user.email=operator@example.com commit -q -m "letta-code's limits"
+git -C "$L" push -q origin main
 # (the gc loop starts after the clone: a local clone hard-links the
 # repository's files and fails on one a gc rewrote under it.)
 gcloop &
 GCPID=$!
 trap 'touch "$W/stop"; wait "$GCPID" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 lgit() { GIT_TRACE2="$TRACE" git -C "$L" "$@"; }
+hook_refused=0
 letta_commit() { # reason paths...
-  local reason=$1; shift
+  local reason=$1 out; shift
   lgit add -A -- "$@"
   [ -n "$(lgit status --porcelain -- "$@")" ] || return 0
-  lgit -c user.name="Letta Agent" -c user.email="$AGENT@letta.com" commit -q -m "$reason"
+  # through letta-code's pre-commit hook (no --no-verify)
+  out=$(lgit -c user.name="Letta Agent" -c user.email="$AGENT@letta.com" commit -q -m "$reason" 2>&1) && return 0
+  hook_refused=$((hook_refused + 1))
+  echo "interop: letta-code's commit '$reason' refused:" >&2
+  echo "$out" >&2
+  return 1
+}
+# memfsd's turn past letta-code's rules (see the top).
+past_refused=0 past_held=0
+memfsd_past_rules() {
+  local out held f
+  if out=$(echo '{"command":"create","reason":"too deep","file_path":"system/deep/a/b.md","description":"deep","file_text":"deep\n"}' |
+    "$W/memfsd" --home "$W/home" memory --agent "$AGENT" --dialect letta-code 2>>"$W/memfsd.log"); then
+    echo "interop: memfsd's tool committed a depth-3 file: $out" >&2; return 1
+  fi
+  grep -qF 'system/deep/a/b.md: depth 3 exceeds maxDepth 2' <<<"$out" || { echo "interop: the tool's refusal does not name the rule: $out" >&2; return 1; }
+  past_refused=$((past_refused + 1))
+  { printf -- '---\ndescription: big\n---\n'; head -c 19977 /dev/zero | tr '\0' x; } >"$MEM/system/big.md"
+  mkdir -p "$MEM/system/d/e"
+  printf -- '---\ndescription: deep\n---\ndeep\n' >"$MEM/system/d/e/f.md"
+  git -C "$MEM" add system/d/e/f.md
+  git -C "$MEM" -c user.name=person -c user.email=person@example.com commit -q -m "shell: too deep"
+  "$W/memfsd" --home "$W/home" sync --agent "$AGENT" >/dev/null 2>>"$W/memfsd.log" || true # exits 1 naming what it holds
+  # status exits 2 while something is held: its constraints_held paths
+  held=$({ "$W/memfsd" --home "$W/home" status --agent "$AGENT" --json 2>>"$W/memfsd.log" || true; } |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);const a=Array.isArray(j)?j[0]:j;console.log((a.constraints_held||[]).map(h=>JSON.stringify(h.path)).join(" "))})')
+  for f in system/big.md system/d/e/f.md; do
+    grep -qF "\"$f\"" <<<"$held" || { echo "interop: memfsd did not hold $f (held: $held)" >&2; return 1; }
+    past_held=$((past_held + 1))
+  done
+  for f in system/big.md system/d system/deep; do
+    if git -C "$BARE" cat-file -e "main:$f" 2>/dev/null; then echo "interop: memfsd pushed $f past letta-code's rules" >&2; return 1; fi
+  done
+  return 0
 }
 rebased=0
 letta_failed=0
@@ -130,6 +179,16 @@ EOF
     printf -- '---\ndescription: memfsd note %d\n---\nmemfsd note %d\n' "$i" "$i" >"$MEM/reference/memfsd/n$i.md"
   fi
   M sync --agent "$AGENT" >/dev/null
+  if ((i == TURNS / 2)); then
+    memfsd_past_rules
+    # letta-code's next commit must pass its hook; then the held files
+    # go, so both sides end clean.
+    echo "letta line $i.5" >>"$L/system/letta-log.md"
+    letta_commit "letta after memfsd's turn past the rules" system/letta-log.md
+    letta_push
+    rm -rf "$MEM/system/big.md" "$MEM/system/d"
+    M sync --agent "$AGENT" >/dev/null
+  fi
 done
 # Stop the gc loop, then converge: memfsd pulls letta-code's last push;
 # letta-code pulls memfsd's.
@@ -162,5 +221,6 @@ grep -o 'sync recovered.*after_class=[a-z_]*' "$W/memfsd.log" | sed 's/.*after_c
 [ -s "$GCLOOP.err" ] && sort "$GCLOOP.err" | uniq -c | sort -rn | head -5 | sed 's/^/INTEROP gc loop: /'
 [ -s "$W/letta-failures" ] && sort "$W/letta-failures" | uniq -c | sort -rn | head -5 | sed 's/^/INTEROP letta-code push failed (git under the gc): /'
 [ -f "$BARE/gc.log" ] && sed 's/^/INTEROP gc.log: /' "$BARE/gc.log"
+echo "INTEROP constraints memfsd_refused=$past_refused memfsd_held=$past_held letta_hook_refusals=$hook_refused remote_config=$(git -C "$BARE" cat-file -e main:.memfs.config.json 2>/dev/null && echo yes || echo no)"
 echo "INTEROP lines letta=$(git -C "$BARE" show main:system/letta-log.md | grep -c '^letta line') memfsd=$(git -C "$BARE" show main:system/memfsd-log.md | grep -c '^memfsd line') lost=$lost converged=$converged fsck=$fsck"
-[ "$lost" = 0 ] && [ "$converged" = yes ] && [ "$fsck" = clean ]
+[ "$lost" = 0 ] && [ "$converged" = yes ] && [ "$fsck" = clean ] && [ "$hook_refused" = 0 ] && [ "$past_refused" = 1 ] && [ "$past_held" = 2 ]

@@ -51,4 +51,13 @@ LETTA_MEMFS_TREE_MAX_CHARS=1000 LETTA_MEMFS_TREE_MAX_CHILDREN_PER_DIR=5 \
 render collation <"$root/testdata/letta/collation.txt" >"$root/testdata/letta/collation.golden"
 # What letta-code's memory tools write, v1 and v2 (scripts/letta-tool-golden.mjs).
 node "$root/scripts/letta-tool-golden.mjs" "$bundle" "$root/testdata/letta/tool/cases.json" >"$root/testdata/letta/tool/expected.json"
+# What letta-code's own pre-commit hook says of trees (its tree constraints
+# and front matter, scripts/letta-constraints-golden.mjs).
+node "$root/scripts/letta-constraints-golden.mjs" "$bundle" "$root/testdata/letta/constraints/cases.json" >"$root/testdata/letta/constraints/expected.json"
+# letta-code's pre-commit hook itself, as it installs it in its memory clone
+# (TestLettaInterop_HookOnPeerClone installs this copy in a peer clone).
+hook=$work/hook
+git init -q "$hook"
+node "$root/scripts/letta-constraints-golden.mjs" "$bundle" --install "$hook" root-marker
+cp "$hook/.git/hooks/pre-commit" "$hook/.git/hooks/letta-memory-constraints.cjs" "$root/testdata/letta/hook/"
 wc -c "$root"/testdata/letta/*/*.golden "$root"/testdata/letta/collation.golden "$root"/testdata/letta/tool/expected.json

@@ -6,17 +6,55 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/memfsd/memfsd/internal/procid"
 	"golang.org/x/sys/unix"
 )
 
-// TempPrefix starts every temporary name memfsd makes in a memory folder
-// (the same as internal/atomicfile's, which scans and watchers skip).
-const TempPrefix = ".memfsd-tmp-"
+// TempDir is where memfsd makes its temporary files for a memory folder:
+// inside the folder's .git, a place no tree path can be (git never tracks
+// .git), on the folder's own filesystem (a rename from there into the tree
+// is one step). A file of any name in the tree is the agent's, never
+// mistaken for memfsd's. Names there are <kind>-<pid>-<start>-<seq> (see
+// internal/procid): what a process that is gone left is a crash leftover
+// (RecoverLeftovers).
+const TempDir = ".git/memfsd/tmp"
+
+// TempName is a new name in TempDir for a temporary file of kind (w: a
+// file being written; take: a work file taken aside to be removed).
+func TempName(kind string) string {
+	return kind + "-" + procid.Self().String() + "-" + strconv.FormatInt(tmpSeq.Add(1), 10)
+}
+
+// openTempDir opens TempDir beneath d, made when missing.
+func (d *Dir) openTempDir() (int, error) {
+	if d.temp != "" {
+		if err := os.MkdirAll(d.temp, 0o700); err != nil {
+			return -1, err
+		}
+		fd, err := unix.Open(d.temp, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: d.temp, Err: err}
+		}
+		return fd, nil
+	}
+	fd, _, err := d.openParent(TempDir+"/x", true)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		// A link or a file where memfsd's folder belongs (the agent's
+		// shell reaches .git): removed, never followed, and made again.
+		_ = d.Remove(TempDir)
+		fd, _, err = d.openParent(TempDir+"/x", true)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", TempDir, err)
+	}
+	return fd, nil
+}
 
 // Mode is what a work file is, as git records it.
 type Mode int
@@ -44,7 +82,16 @@ type File struct {
 type Dir struct {
 	path string
 	fd   int
+	// temp, when set, is the folder (an absolute path outside the tree,
+	// on its filesystem) for temporary files instead of TempDir beneath
+	// the root: for a folder with no .git of its own (a shared view).
+	temp string
 }
+
+// SetTempDir makes abs, a folder outside d on d's filesystem, the place
+// of d's temporary files (made when missing; a link there is refused).
+// For a folder that has no .git: TempDir would make one in it.
+func (d *Dir) SetTempDir(abs string) { d.temp = abs }
 
 // OpenDir opens the memory folder at path.
 func OpenDir(path string) (*Dir, error) {
@@ -249,10 +296,10 @@ func readAll(f *os.File, size int64) ([]byte, error) {
 var tmpSeq atomic.Int64
 
 // writeTemp makes a new temporary file (or link) holding data in the folder
-// pfd and returns its name there.
+// pfd (TempDir) and returns its name there.
 func writeTemp(pfd int, data []byte, mode Mode, sync bool) (string, error) {
 	for {
-		name := fmt.Sprintf("%s%d-%d", TempPrefix, os.Getpid(), tmpSeq.Add(1))
+		name := TempName("w")
 		if mode == Symlink {
 			err := unix.Symlinkat(string(data), pfd, name)
 			if errors.Is(err, unix.EEXIST) {
@@ -299,12 +346,17 @@ func (d *Dir) WriteFile(rel string, data []byte, mode Mode, sync bool) (*syscall
 		return nil, err
 	}
 	defer unix.Close(pfd)
-	tmp, err := writeTemp(pfd, data, mode, sync)
+	tfd, err := d.openTempDir()
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(tfd)
+	tmp, err := writeTemp(tfd, data, mode, sync)
 	if err != nil {
 		return nil, &os.PathError{Op: "write", Path: rel, Err: err}
 	}
-	if err := unix.Renameat(pfd, tmp, pfd, name); err != nil {
-		unix.Unlinkat(pfd, tmp, 0)
+	if err := unix.Renameat(tfd, tmp, pfd, name); err != nil {
+		unix.Unlinkat(tfd, tmp, 0)
 		return nil, &os.PathError{Op: "write", Path: rel, Err: err}
 	}
 	var st unix.Stat_t
@@ -362,16 +414,21 @@ func (d *Dir) Exchange(rel string, data []byte, mode Mode) (*File, *syscall.Stat
 		return nil, nil, err
 	}
 	defer unix.Close(pfd)
-	tmp, err := writeTemp(pfd, data, mode, false)
+	tfd, err := d.openTempDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(tfd)
+	tmp, err := writeTemp(tfd, data, mode, false)
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "write", Path: rel, Err: err}
 	}
-	defer unix.Unlinkat(pfd, tmp, 0) // after an exchange it holds the displaced file
+	defer unix.Unlinkat(tfd, tmp, 0) // after an exchange it holds the displaced file
 	var old *File
 	for attempt := 0; ; attempt++ {
-		err = unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_EXCHANGE)
+		err = unix.Renameat2(tfd, tmp, pfd, name, unix.RENAME_EXCHANGE)
 		if err == nil {
-			if old, err = readAt(pfd, tmp, rel); err != nil {
+			if old, err = readAt(tfd, tmp, rel); err != nil {
 				return nil, nil, fmt.Errorf("write %s: read what it displaced: %w", rel, err)
 			}
 			if old == nil {
@@ -380,7 +437,7 @@ func (d *Dir) Exchange(rel string, data []byte, mode Mode) (*File, *syscall.Stat
 			break
 		}
 		if errors.Is(err, unix.ENOENT) {
-			err = unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+			err = unix.Renameat2(tfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
 			if err == nil {
 				break
 			}
@@ -408,12 +465,17 @@ func (d *Dir) Create(rel string, data []byte, mode Mode) (*syscall.Stat_t, bool,
 		return nil, false, err
 	}
 	defer unix.Close(pfd)
-	tmp, err := writeTemp(pfd, data, mode, false)
+	tfd, err := d.openTempDir()
+	if err != nil {
+		return nil, false, err
+	}
+	defer unix.Close(tfd)
+	tmp, err := writeTemp(tfd, data, mode, false)
 	if err != nil {
 		return nil, false, &os.PathError{Op: "write", Path: rel, Err: err}
 	}
-	defer unix.Unlinkat(pfd, tmp, 0)
-	if err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE); err != nil {
+	defer unix.Unlinkat(tfd, tmp, 0)
+	if err := unix.Renameat2(tfd, tmp, pfd, name, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return nil, false, nil
 		}

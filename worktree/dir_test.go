@@ -17,6 +17,7 @@ import (
 // write, read, removal and listing through the Dir either acts inside the
 // memory folder or fails: nothing is ever written, read or removed outside.
 func TestDir_SymlinkSwapNeverEscapes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret.md"), []byte("outside secret\n"), 0o600)
@@ -85,6 +86,7 @@ func TestDir_SymlinkSwapNeverEscapes(t *testing.T) {
 // removes an empty folder and nothing else — not a file, not a link (to a
 // folder or not), not a folder with something in it.
 func TestDir_StatAndRemoveDir(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	d, err := worktree.OpenDir(root)

@@ -168,29 +168,6 @@ func (l *Leased) BreakPending() bool {
 	return err == nil && t != unix.F_WRLCK
 }
 
-// Reacquire lets the processes waiting to open the file go on, then takes
-// the lease again once none of them has it open any more (they wrote and
-// closed), within wait (ErrBusy).
-func (l *Leased) Reacquire(wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		if _, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
-			return err
-		}
-		time.Sleep(time.Millisecond) // the waiters' turn
-		_, err := unix.FcntlInt(uintptr(l.fd), unix.F_SETLEASE, unix.F_WRLCK)
-		if err == nil && !l.BreakPending() {
-			return syscall.Fstat(l.fd, &l.stat)
-		}
-		if err != nil && !errors.Is(err, unix.EAGAIN) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return ErrBusy
-		}
-	}
-}
-
 // Release lets go of the lease (an open waiting on it goes on) and closes
 // the file.
 func (l *Leased) Release() error {
@@ -209,7 +186,7 @@ func (l *Leased) Release() error {
 // of the memory's filesystem, e.g. its .git) can be leased: nil, or why
 // not. The probe file is made and removed through d, never by name.
 func ProbeLeases(d *Dir, dir string) error {
-	rel := fmt.Sprintf("%s/%slease-%d-%d", dir, TempPrefix, os.Getpid(), tmpSeq.Add(1))
+	rel := dir + "/" + TempName("lease")
 	f, err := d.OpenFile(rel, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 // TestLease_OtherProcessWaits: while memfsd holds the lease, another
 // process's `>>` waits, and appends to the new version once let go.
 func TestLease_OtherProcessWaits(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := filepath.Join(root, "f.md")
 	os.WriteFile(f, []byte("old\n"), 0o600)
@@ -58,6 +59,7 @@ func TestLease_OtherProcessWaits(t *testing.T) {
 // TestLease_BusyWhileOpen: a file another process keeps open is not leased
 // (ErrBusy after the wait); once it closes, it is.
 func TestLease_BusyWhileOpen(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := filepath.Join(root, "f.md")
 	os.WriteFile(f, []byte("x\n"), 0o600)
@@ -83,6 +85,7 @@ func TestLease_BusyWhileOpen(t *testing.T) {
 // path leaving the root, is refused by Read, Lease and OpenFile; nothing
 // outside is opened.
 func TestDir_NoLinksNoEscape(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600)
@@ -121,13 +124,14 @@ func mustOpenDir(t *testing.T, root string) *worktree.Dir {
 // TestProbeLeases: leases work on the test's filesystem (the CI machine's);
 // the other tests mean nothing where they do not.
 func TestProbeLeases(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := worktree.ProbeLeases(mustOpenDir(t, root), "."); err != nil {
 		t.Fatalf("no leases on %s: %v", os.TempDir(), err)
 	}
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".memfsd-tmp-") {
+		if strings.HasPrefix(e.Name(), "lease-") {
 			t.Fatalf("probe left %s", e.Name())
 		}
 	}

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 	"unicode/utf8"
-
-	"github.com/memfsd/memfsd/internal/atomicfile"
 )
 
 // ErrUntrackable is the error of every path that is not a memory path: one
 // that git cannot track (a ".git" part in any case or disguise, ".", "..",
-// empty parts, NUL), that is not a clean relative path, or that is one of
-// memfsd's own temporary files.
+// empty parts, NUL) or that is not a clean relative path. (memfsd's own
+// temporary files live in .git/memfsd/tmp: any other name is a file.)
 var ErrUntrackable = errors.New("untrackable path")
 
 // PathError says which part of a path makes it untrackable, and why.
@@ -21,8 +20,8 @@ type PathError struct {
 	Path   string // the path checked
 	Prefix string // Path up to and including the first bad part
 	Reason string // why, in a few words an agent can read
-	// Silent marks a path walkers skip without telling anyone: memfsd's
-	// temporary files and the repository's own .git at the root.
+	// Silent marks a path walkers skip without telling anyone: the
+	// repository's own .git at the root.
 	Silent bool
 }
 
@@ -38,7 +37,6 @@ const (
 	ReasonDotGit  = ".git (in any case) is git's own name: git never tracks it or anything below it"
 	ReasonNTFS    = "git reads this name as .git on Windows (NTFS) and never tracks it"
 	ReasonHFS     = "git reads this name as .git on macOS (HFS+) and never tracks it"
-	ReasonTemp    = "memfsd's temporary-file name (" + atomicfile.Prefix + "...)"
 	ReasonNotRel  = "not a clean relative path"
 	ReasonNUL     = "a NUL byte is not allowed in a path"
 	ReasonDotPart = `"." and ".." are not file names`
@@ -48,13 +46,12 @@ const (
 // is a memory path: clean, relative, with no empty, "." or ".." part, no
 // NUL, no part git refuses as .git (git's verify_path and fsck rules:
 // ".git" in any case, ".git" followed by dots or spaces, "git~1", and the
-// HFS+ spellings with ignorable Unicode code points) and no part that is
-// one of memfsd's temporary files. The error is a *PathError wrapping
+// HFS+ spellings with ignorable Unicode code points). The error is a *PathError wrapping
 // ErrUntrackable.
 func Check(rel string) error {
 	bad := func(prefix, reason string) error {
 		e := &PathError{Path: rel, Prefix: prefix, Reason: reason}
-		e.Silent = reason == ReasonTemp || (prefix == ".git" && reason == ReasonDotGit)
+		e.Silent = prefix == ".git" && reason == ReasonDotGit
 		return e
 	}
 	if strings.IndexByte(rel, 0) >= 0 {
@@ -83,8 +80,6 @@ func checkPart(part string) string {
 		return ReasonDotPart
 	case asciiFold(part, ".git"):
 		return ReasonDotGit
-	case strings.HasPrefix(part, atomicfile.Prefix):
-		return ReasonTemp
 	case isNTFSDotGit(part):
 		return ReasonNTFS
 	case isHFSDotGit(part):
@@ -184,8 +179,7 @@ func hfsIgnored(r rune) bool {
 // Skip is the rule for walkers of the memory folder (the scan, the
 // watcher, the memory tool's listing): whether to skip the entry rel (a
 // folder with all below it), and the reason to tell the agent — "" for an
-// entry skipped silently (the repository's own .git at the root, memfsd's
-// temporary files). isDir picks the wording.
+// entry skipped silently (the repository's own .git at the root). isDir picks the wording.
 func Skip(rel string, isDir bool) (skip bool, reason string) {
 	err := Check(rel)
 	if err == nil {
@@ -202,4 +196,21 @@ func Skip(rel string, isDir bool) (skip bool, reason string) {
 		return true, "a .git file (a submodule's or a worktree's link to a repository): git never tracks it"
 	}
 	return true, pe.Reason
+}
+
+// OddName reports a path that holds a control character (a newline, a
+// tab, an escape, ...), a Unicode line or paragraph separator, or bytes
+// that are not UTF-8: git can store it, but it would split a commit
+// subject, a listing or a prompt, and the memory tool's JSON cannot name
+// its bytes. A direct write of one is held; the memory tool refuses it.
+func OddName(p string) bool {
+	if !utf8.ValidString(p) {
+		return true
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return true
+		}
+	}
+	return false
 }

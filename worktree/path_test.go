@@ -68,11 +68,14 @@ var pathCases = []struct {
 	{".", false, "."},
 	{"..", false, ".."},
 	{"a\x00b", false, "a\x00b"},
-	{".memfsd-tmp-123", false, ".memfsd-tmp-123"},
-	{"sub/.memfsd-tmp-take-1-2", false, "sub/.memfsd-tmp-take-1-2"},
+	// memfsd's temporary files live in .git/memfsd/tmp: this name is a
+	// file like any other (a peer may push one).
+	{".memfsd-tmp-123", true, ""},
+	{"sub/.memfsd-tmp-take-1-2", true, ""},
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, c := range pathCases {
 		err := worktree.Check(c.rel)
 		if (err == nil) != c.ok {
@@ -96,6 +99,7 @@ func TestCheck(t *testing.T) {
 // one git refuses too (and git takes every path the rule takes): the rule
 // is git's, not a guess at it. git's update-index --add runs verify_path.
 func TestCheck_AgreesWithGit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -103,8 +107,8 @@ func TestCheck_AgreesWithGit(t *testing.T) {
 	testgit.Run(t, dir, "init", "-q")
 	blob := testgit.Run(t, dir, "hash-object", "-w", "--stdin")
 	for _, c := range pathCases {
-		if c.rel == "" || strings.ContainsRune(c.rel, 0) || strings.Contains(c.rel, ".memfsd-tmp-") {
-			continue // not expressible to git, or memfsd's own rule
+		if c.rel == "" || strings.ContainsRune(c.rel, 0) {
+			continue // not expressible to git
 		}
 		_, err := testgit.Try(dir, "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
 			"update-index", "--add", "--cacheinfo", "100644,"+blob+","+c.rel)
@@ -115,6 +119,7 @@ func TestCheck_AgreesWithGit(t *testing.T) {
 }
 
 func TestSkip(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		rel    string
 		isDir  bool
@@ -123,9 +128,9 @@ func TestSkip(t *testing.T) {
 	}{
 		{"notes.md", false, false, false},
 		{"sub", true, false, false},
-		{".git", true, true, false},           // the repository's own
-		{".memfsd-tmp-9", false, true, false}, // memfsd's write in flight
-		{"sub/.memfsd-tmp-9", false, true, false},
+		{".git", true, true, false},            // the repository's own
+		{".memfsd-tmp-9", false, false, false}, // an ordinary file (issue 27)
+		{"sub/.memfsd-tmp-9", false, false, false},
 		{".GIT", true, true, true},
 		{"sub/.git", true, true, true},
 		{"sub/.git", false, true, true},

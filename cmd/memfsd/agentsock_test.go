@@ -86,6 +86,7 @@ func memoryCLI(t *testing.T, home, id, input string) (int, string) {
 // route, the operator's, /metrics and an unmanaged id answer 403 and write
 // nothing; SIGTERM removes the sockets.
 func TestAgentSocket_ServesOnlyItsAgent(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "a1", "--agent", "a2")
@@ -207,6 +208,7 @@ func fakeShared(t *testing.T, home string) *atomic.Int32 {
 // agent's own socket (the shared one is replaced by an impostor that no
 // command may reach).
 func TestAgentSocket_RestartPutAndCLI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "a1")
@@ -274,6 +276,7 @@ func TestAgentSocket_RestartPutAndCLI(t *testing.T) {
 // socket address holds: the socket is still made, served and used by the
 // CLI, and removed at SIGTERM.
 func TestAgentSocket_LongPath(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	id := strings.Repeat("L", 120) + "-8chars."

@@ -41,6 +41,7 @@ func peerPush(t *testing.T, peer, rel, content, message string) {
 }
 
 func TestTrust_StaleBlockSetApproval(t *testing.T) {
+	t.Parallel()
 	const (
 		personaX = "---\ndescription: the operator's persona X\nread_only: true\n---\nI am persona X.\n"
 		personaY = "---\ndescription: the operator's persona Y\nread_only: true\n---\nI am persona Y.\n"

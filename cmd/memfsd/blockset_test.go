@@ -15,6 +15,7 @@ import (
 // content the body (SPEC §8), through the daemon's admin socket and
 // directly on the repository alike.
 func TestBlockSet_KeepsHeadFrontMatter(t *testing.T) {
+	t.Parallel()
 	headFM := func(block string) string { // the default block's front matter
 		fm := blocks.Parse([]byte(blocks.Defaults()["system/"+block+".md"]))
 		fm.Body = nil

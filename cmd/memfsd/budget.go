@@ -29,7 +29,7 @@ func newBudgetCmd(g *globals) *cobra.Command {
 			if err := agent.ValidateID(id); err != nil {
 				return fmt.Errorf("flag --agent: %w", err)
 			}
-			c := newAPIClient(g.adminAddr(g.homeDir()), 0)
+			c := g.adminClient(0)
 			var b agent.Budget
 			var fail struct {
 				Error string `json:"error"`

@@ -58,6 +58,7 @@ func pinnedTokens(t *testing.T, dir string) int {
 // direct write are refused, an operator's push from another clone sets
 // the budget. memfsd budget set/show, through the daemon and from disk.
 func TestBudget_ToolRefusedDirectWriteReminded(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "bu")

@@ -20,6 +20,35 @@ import (
 type apiClient struct {
 	base string
 	http *http.Client
+	// token, when set, is sent as Authorization: Bearer (a TCP listener
+	// with a token file asks it); tokenFlag names the flag of that file.
+	token     string
+	tokenFlag string
+}
+
+// client is newAPIClient with --listen-token-file's token, if any (an
+// unreadable file sends none: the daemon's 401 says what is missing).
+func (g *globals) client(addr string, timeout time.Duration) *apiClient {
+	return g.withToken(newAPIClient(addr, timeout))
+}
+
+func (g *globals) withToken(c *apiClient) *apiClient {
+	if g.listenTokenFile != "" {
+		c.token, _ = daemon.ReadListenToken(g.listenTokenFile)
+	}
+	return c
+}
+
+// adminClient talks to the daemon's --admin-listen with
+// --admin-listen-token-file's token, if any (never --listen-token-file's:
+// the agents' token does not open the operator's routes).
+func (g *globals) adminClient(timeout time.Duration) *apiClient {
+	c := newAPIClient(g.adminAddr(g.homeDir()), timeout)
+	c.tokenFlag = "--admin-listen-token-file (env MEMFSD_ADMIN_LISTEN_TOKEN_FILE)"
+	if g.adminListenTokenFile != "" {
+		c.token, _ = daemon.ReadListenToken(g.adminListenTokenFile)
+	}
+	return c
 }
 
 // newAPIClient talks to the daemon at addr: unix:///path (of any length)
@@ -35,9 +64,9 @@ func (g *globals) agentClient(id string, timeout time.Duration) *apiClient {
 	home := g.homeDir()
 	own := daemon.AgentSocketPath(home, id)
 	if fi, err := os.Lstat(own); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		return newAPIClientVia(timeout, "unix://"+own, g.listenAddr(home))
+		return g.withToken(newAPIClientVia(timeout, "unix://"+own, g.listenAddr(home)))
 	}
-	return newAPIClient(g.listenAddr(home), timeout)
+	return g.client(g.listenAddr(home), timeout)
 }
 
 // newAPIClientVia dials addrs in order until one connects. Only a failed
@@ -64,7 +93,7 @@ func newAPIClientVia(timeout time.Duration, addrs ...string) *apiClient {
 			return nil, errors.Join(errs...)
 		},
 	}
-	return &apiClient{base: "http://memfsd", http: &http.Client{Transport: tr, Timeout: timeout}}
+	return &apiClient{base: "http://memfsd", http: &http.Client{Transport: tr, Timeout: timeout}, tokenFlag: "--listen-token-file (env MEMFSD_LISTEN_TOKEN_FILE)"}
 }
 
 // errUnreachable marks a daemon that could not be connected to: the request
@@ -89,6 +118,9 @@ func (c *apiClient) doWith(method, path string, header http.Header, body io.Read
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -105,6 +137,11 @@ func (c *apiClient) doWith(method, path string, header http.Header, body io.Read
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("%s %s: the daemon answered %d but the answer was lost: %w", method, path, resp.StatusCode, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		// Only a TCP listener with a token file answers this: never
+		// mistaken for an answer (nor a reason to do the call directly).
+		return resp.StatusCode, fmt.Errorf("%s %s: the daemon answered 401 (%s): give the token's file with %s", method, path, strings.TrimSpace(string(data)), c.tokenFlag)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -51,9 +50,7 @@ func newContextCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("context %s: the running daemon rendered format %q, not %q: restart it with this memfsd", id, c.Format, format)
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(c)
+				return printJSON(cmd.OutOrStdout(), c)
 			}
 			if format == agent.FormatMemfsd {
 				fmt.Fprintln(cmd.OutOrStdout(), c.Text)

@@ -34,6 +34,7 @@ func lettaHome(t *testing.T, tree, id string) string {
 // letta-code|letta-local` with no daemon on the fixture trees and expects
 // letta-code's own renderings (testdata/letta/*/*.golden) byte for byte.
 func TestContext_LettaFormatsThroughBinary(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ tree, format string }{
 		{"v1", "letta-code"}, {"v1", "letta-local"}, {"v2", "letta-code"}, {"v2", "letta-local"},
 	} {
@@ -65,6 +66,7 @@ func TestContext_LettaFormatsThroughBinary(t *testing.T) {
 // TestContext_LettaFormatThroughAPI asks a running daemon for
 // ?format=letta-code, and the CLI through it.
 func TestContext_LettaFormatThroughAPI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "cl")

@@ -109,6 +109,7 @@ func checkStep(t *testing.T, dir string, before int, s lettaStep, out string) {
 // Every letta-code command and a three-file memory_apply_patch through the
 // API: one commit each, the reason as its body, memfsd's subject.
 func TestDialect_LettaCodeThroughAPI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lc")
@@ -155,6 +156,7 @@ func TestDialect_LettaCodeThroughAPI(t *testing.T) {
 // (the call goes through it) and without one (directly on the folder);
 // an idempotency key applies a letta-code call once.
 func TestDialect_LettaCodeThroughCLI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lc")

@@ -50,6 +50,7 @@ func lettaGolden(t *testing.T, name string) map[string]string {
 // one commit the daemon pushes, nothing held. Before, a v2 create wrote
 // v1's description-only front matter, which v2's rules refused.
 func TestDialect_LettaCodeV2(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "v2")

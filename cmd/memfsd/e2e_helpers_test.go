@@ -36,6 +36,14 @@ func TestMain(m *testing.M) {
 	// Tests run the daemon under the race detector; benchmarks measure the
 	// binary people deploy.
 	flag.Parse()
+	// The end-to-end tests spend most of their time waiting on daemons
+	// (debounces, backoffs, a remote's answer), not on a CPU: run more of
+	// them at once than the default (GOMAXPROCS) unless -parallel says.
+	setParallel := false
+	flag.Visit(func(f *flag.Flag) { setParallel = setParallel || f.Name == "test.parallel" })
+	if !setParallel {
+		flag.Set("test.parallel", "6")
+	}
 	args := []string{"build", "-race", "-o", binPath, "."}
 	if f := flag.Lookup("test.bench"); (f != nil && f.Value.String() != "") || os.Getenv("MEMFSD_NORACE") == "1" {
 		args = []string{"build", "-o", binPath, "."}
@@ -241,9 +249,22 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// git runs the git CLI as a person would beside the daemon: a command
+// refused because memfsd holds .git/index.lock at that instant (git fails
+// before it changes anything) is tried again, for up to 10 s, as the
+// person would; any other failure fails the test.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	return testgit.Run(t, dir, args...)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, err := testgit.Try(dir, args...)
+		if err == nil {
+			return out
+		}
+		if !strings.Contains(out, "index.lock': File exists") || time.Now().After(deadline) {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func commitCount(t testing.TB, dir, rev string) int {

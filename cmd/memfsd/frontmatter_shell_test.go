@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -20,6 +21,7 @@ import (
 // pushed. Before, the outgoing check judged read-only only, and the broken
 // front matter was pushed as it was.
 func TestFrontMatter_ShellCommitHeldBack(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	// A long debounce: the watcher must not take the writes before the
@@ -96,6 +98,12 @@ func TestFrontMatter_ShellCommitHeldBack(t *testing.T) {
 	// Fixed: committed and pushed, no longer held.
 	fixed := "---\ndescription: capped\nlimit: 100\n---\nshort body, edited\n"
 	os.WriteFile(filepath.Join(dir, "notes", "lim.md"), []byte(fixed), 0o600)
+	// A turn pushes what the watcher has settled: wait for the commit (on
+	// a loaded machine the write's event can come after the turn's flush).
+	waitFor(t, 20*time.Second, "the fixed file committed", func() bool {
+		got, err := gitTry(dir, "show", "HEAD:notes/lim.md")
+		return err == nil && got+"\n" == fixed
+	})
 	if tr := p.turn("fs"); tr.Outcome != "pushed" {
 		t.Fatalf("turn = %+v", tr)
 	}

@@ -19,6 +19,7 @@ import (
 // frontmatter_held reminder, and committed once the front matter parses
 // again.
 func TestFrontMatter_MustStillParse(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "fm")

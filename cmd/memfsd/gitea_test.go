@@ -85,6 +85,7 @@ func (g gitea) daemon(t *testing.T, home string, args ...string) *proc {
 }
 
 func TestGitea(t *testing.T) {
+	t.Parallel()
 	g := needGitea(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
 

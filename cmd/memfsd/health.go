@@ -21,14 +21,14 @@ func newHealthCmd(g *globals) *cobra.Command {
 			if timeout <= 0 {
 				return fmt.Errorf("flag --timeout: must be positive, got %s", timeout)
 			}
-			c := newAPIClient(g.listenAddr(g.homeDir()), timeout)
+			c := g.client(g.listenAddr(g.homeDir()), timeout)
 			var res json.RawMessage
 			code, err := c.do("GET", "/healthz", nil, &res)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: health: %v\n", err)
 				return exitCode(1)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(res))
+			printRawJSON(cmd.OutOrStdout(), res)
 			if code != 200 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: health: not ready (%d)\n", code)
 				return exitCode(1)

@@ -61,9 +61,7 @@ func newHistoryCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(h)
+				return printJSON(out, h)
 			}
 			for _, c := range h.Commits {
 				when := c.Timestamp

@@ -67,6 +67,7 @@ func runSplit(t *testing.T, args ...string) (int, string, string) {
 // 400 (a missing file 404) with a JSON error and changes nothing. The CLI
 // prints the same through the daemon and, once it is stopped, from disk.
 func TestHistory_APIAndCLI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "hi")
@@ -115,7 +116,7 @@ func TestHistory_APIAndCLI(t *testing.T) {
 	}
 	var h historyAnswer
 	p.get("/v1/agents/hi/history?path=notes/a.md", &h)
-	if len(h.Commits) != 3 || h.Commits[0].Message != "memory: delete /memories/notes/a.md" || h.Commits[0].Changes[0].Kind != "delete" ||
+	if len(h.Commits) != 3 || h.Commits[0].Message != "memory: delete notes/a.md" || h.Commits[0].Changes[0].Kind != "delete" ||
 		h.Commits[1].Changes[0].Kind != "update" || h.Commits[2].Changes[0].Kind != "create" || h.Commits[2].AuthorName != "hi" || h.Limit != 20 {
 		t.Fatalf("history of notes/a.md: %+v", h)
 	}
@@ -123,7 +124,7 @@ func TestHistory_APIAndCLI(t *testing.T) {
 		t.Fatalf("timestamp %q: %v", h.Commits[0].Timestamp, err)
 	}
 	p.get("/v1/agents/hi/history?path=notes/c.md", &h)
-	if len(h.Commits) != 1 || h.Commits[0].Message != "memory: create /memories/notes/c.md" || h.Commits[0].Body != "Memory-Call: toolu_hist_1" {
+	if len(h.Commits) != 1 || h.Commits[0].Message != "memory: create notes/c.md" || !strings.HasPrefix(h.Commits[0].Body, "Memory-Call: toolu_hist_1\nMemory-Call-Check: ") {
 		t.Fatalf("history of notes/c.md: %+v", h)
 	}
 

@@ -15,6 +15,7 @@ import (
 // letta-code's pre-commit hook message, undone, nothing committed; in
 // both dialects. Before, all four were committed.
 func TestLettaRules_ToolRefused(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lr")
@@ -59,6 +60,7 @@ func TestLettaRules_ToolRefused(t *testing.T) {
 // uncommitted with a frontmatter_held reminder naming the rule in
 // letta-code's words, and committed once fixed. Before, it was committed.
 func TestLettaRules_DirectWriteHeld(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lr")
@@ -114,8 +116,10 @@ func TestLettaRules_DirectWriteHeld(t *testing.T) {
 }
 
 // TestLettaRules_Off: --no-frontmatter-rules (or its env) lets both routes
-// through, for folders that are not letta-code's.
+// through, for folders that are not letta-code's: front matter and tree
+// constraints alike.
 func TestLettaRules_Off(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lr", "--no-frontmatter-rules")
@@ -135,6 +139,7 @@ func TestLettaRules_Off(t *testing.T) {
 // MEMORY.md files without front matter, every other projected file exactly
 // name and description.
 func TestLettaRules_V2(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lr")
@@ -147,8 +152,9 @@ func TestLettaRules_V2(t *testing.T) {
 		{`{"command":"create","path":"/memories/project/MEMORY.md","file_text":"---\nname: p\n---\n"}`, "project/MEMORY.md: MEMORY.md must not have frontmatter"},
 		{`{"command":"create","path":"/memories/project/MEMORY.md","file_text":"# Project\n"}`, ""},
 		{`{"command":"create","path":"/memories/project/plan.md","file_text":"---\nname: plan\nname: again\ndescription: d\n---\n"}`, "project/plan.md: duplicate frontmatter key 'name'"},
-		// Not projected (no deep/MEMORY.md): letta-code's hook skips it.
-		{`{"command":"create","path":"/memories/deep/free.md","file_text":"anything\n"}`, ""},
+		// Not projected (no deep/MEMORY.md): letta-code's front-matter
+		// check skips it, its tree constraints refuse it (issue 29).
+		{`{"command":"create","path":"/memories/deep/free.md","file_text":"anything\n"}`, "deep/free.md: missing required index deep/MEMORY.md"},
 	}
 	for _, s := range steps {
 		out, isErr := p.memory("lr", s.input)

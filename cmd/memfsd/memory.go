@@ -44,7 +44,10 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			}
 			in, err := memtool.DecodeCall(data, dialect, tool)
 			if err != nil {
-				return err
+				// The tool's answer, on stdout as every answer is: a
+				// harness reads the model's tool result there.
+				fmt.Fprintln(cmd.OutOrStdout(), err.Error())
+				return exitCode(1)
 			}
 			q := url.Values{}
 			if dialect != "" {
@@ -146,9 +149,7 @@ func newRemindersCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return printJSON(cmd.OutOrStdout(), out)
 			}
 			if out.Text != "" {
 				fmt.Fprintln(cmd.OutOrStdout(), out.Text)
@@ -165,8 +166,22 @@ func newBlockCmd(g *globals) *cobra.Command {
 	block := &cobra.Command{Use: "block", Short: "Operator changes to the read-only blocks"}
 	var id, file string
 	set := &cobra.Command{
-		Use:       "set persona|human --agent ID --file F",
-		Short:     "Replace the persona or human block (the operator's way in) and push it",
+		Use:   "set persona|human --agent ID --file F|-",
+		Short: "Replace the persona or human block (the operator's way in) and push it",
+		Long: "Replaces one of the agent's two read-only blocks, system/persona.md (persona) or\n" +
+			"system/human.md (human), which the agent itself cannot change by any route, commits\n" +
+			"it as \"memfsd: operator set system/<block>.md\" authored by the operator identity\n" +
+			"(--operator-name/--operator-email, default memfsd-operator), and pushes it: through\n" +
+			"the daemon's admin socket when one runs, else on the repository directly.\n" +
+			"\n" +
+			"The text comes from --file F, or from standard input with --file -. Text without\n" +
+			"front matter becomes the block's body and keeps the block's front matter from HEAD\n" +
+			"(description, read_only, limit); text that starts with front matter (---) replaces\n" +
+			"the whole block. At most 8 MiB.\n" +
+			"\n" +
+			"Exit 0 when the new block is on the remote; 1 when it did not take effect (changed on\n" +
+			"the remote since: superseded) or is committed but not pushed yet (memfsd pushes it\n" +
+			"later), with the reason on stderr.",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"persona", "human"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,19 +192,27 @@ func newBlockCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("block set: %q is not a block: want persona or human", args[0])
 			}
 			if file == "" {
-				return errors.New("flag --file: required")
+				return errors.New("flag --file: required (a file, or - for standard input)")
 			}
-			content, err := os.ReadFile(file)
+			content, err := readBlockText(cmd.InOrStdin(), file)
 			if err != nil {
 				return fmt.Errorf("flag --file: %w", err)
 			}
-			c := newAPIClient(g.adminAddr(g.homeDir()), 0)
+			c := g.adminClient(0)
 			var res json.RawMessage
 			code, err := c.do("PUT", "/v1/agents/"+id+"/blocks/"+args[0], bytes.NewReader(content), &res)
 			var unreachable errUnreachable
 			if err == nil && code == 200 {
-				fmt.Fprintln(cmd.OutOrStdout(), string(res))
+				printRawJSON(cmd.OutOrStdout(), res)
 				return nil
+			}
+			if err == nil && (code == 409 || code == 202) {
+				var e struct {
+					Error string `json:"error"`
+				}
+				json.Unmarshal(res, &e)
+				printRawJSON(cmd.OutOrStdout(), res)
+				return errors.New(e.Error)
 			}
 			if err == nil && code != 404 {
 				return fmt.Errorf("block set: daemon answered %d: %s", code, res)
@@ -213,12 +236,40 @@ func newBlockCmd(g *globals) *cobra.Command {
 			if _, err := a.Sync(cmd.Context(), agent.SyncOptions{SkipScan: true}); err != nil {
 				return fmt.Errorf("block set: committed %s but the push failed: %w", rel, err)
 			}
+			if out := a.BlockSetOutcome(rel); out.State == "superseded" {
+				return fmt.Errorf("block set %s: did not take effect: %s", rel, out.Reason)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "set %s and pushed\n", rel)
 			return nil
 		},
 	}
 	set.Flags().StringVar(&id, "agent", "", "agent id (env MEMFSD_AGENT)")
-	set.Flags().StringVar(&file, "file", "", "file with the new block content, front matter included (env MEMFSD_FILE)")
+	set.Flags().StringVar(&file, "file", "", "file with the block's new text, - for standard input; without front matter HEAD's is kept (env MEMFSD_FILE)")
 	block.AddCommand(set)
 	return block
+}
+
+// maxBlockText is the daemon's cap on a block set body (the API's 8 MiB).
+const maxBlockText = 8 << 20
+
+// readBlockText reads the operator's text from file, or from stdin when
+// file is "-", refusing more than the daemon would take.
+func readBlockText(stdin io.Reader, file string) ([]byte, error) {
+	r := stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	content, err := io.ReadAll(io.LimitReader(r, maxBlockText+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	if len(content) > maxBlockText {
+		return nil, fmt.Errorf("%s: more than %d bytes (8 MiB)", file, maxBlockText)
+	}
+	return content, nil
 }

@@ -33,7 +33,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 	}
 	set := &cobra.Command{
 		Use:   "set --agent ID --url URL",
-		Short: "Operator: mirror the agent's memory to URL (replaces --mirror-template's for this agent)",
+		Short: "Operator: mirror the agent's memory to URL, http(s) only (replaces --mirror-template's for this agent)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkID(); err != nil {
@@ -45,7 +45,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	set.Flags().StringVar(&rawURL, "url", "", "the mirror's URL, http(s)://host/path.git, no credentials (env MEMFSD_URL)")
+	set.Flags().StringVar(&rawURL, "url", "", "the mirror's URL: http:// or https:// only (not ssh or file), http(s)://host[:port]/path.git, no credentials (env MEMFSD_URL)")
 	unset := &cobra.Command{
 		Use:   "unset --agent ID",
 		Short: "Operator: stop mirroring the agent (also one from --mirror-template); the mirror keeps what it has",
@@ -89,9 +89,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				enc.Encode(out.Mirror)
+				printJSON(w, out.Mirror)
 			} else {
 				printMirror(w, out.Mirror, true)
 			}
@@ -119,7 +117,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 				Mirror   *agent.MirrorStatus `json:"mirror"`
 				Error    string              `json:"error"`
 			}
-			c := newAPIClient(g.adminAddr(g.homeDir()), wait+time.Minute)
+			c := g.adminClient(wait + time.Minute)
 			code, err := c.do("POST", fmt.Sprintf("/v1/agents/%s/mirror/push?wait=%s", id, wait), strings.NewReader(body), &out)
 			var unreachable errUnreachable
 			switch {
@@ -137,7 +135,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 			case err != nil:
 				return err
 			case code == 202:
-				fmt.Fprintf(cmd.OutOrStdout(), "the push goes on in the daemon past --wait %s; see memfsd mirror status --agent %s\n", wait, id)
+				fmt.Fprintf(cmd.OutOrStdout(), "the push goes on in the daemon past --wait %s; see memfsd mirror status --agent %s%s\n", wait, id, g.homeArg())
 				return nil
 			case code != 200:
 				return fmt.Errorf("mirror push %s: daemon answered %d: %s", id, code, out.Error)
@@ -165,7 +163,7 @@ func (g *globals) mirrorAdmin(w io.Writer, method, id, body string, onDisk func(
 		Mirror *agent.MirrorStatus `json:"mirror"`
 		Error  string              `json:"error"`
 	}
-	code, err := newAPIClient(g.adminAddr(g.homeDir()), 30*time.Second).do(method, "/v1/agents/"+id+"/mirror", rd, &out)
+	code, err := g.adminClient(30*time.Second).do(method, "/v1/agents/"+id+"/mirror", rd, &out)
 	var unreachable errUnreachable
 	switch {
 	case err == nil && code == 200:
@@ -198,15 +196,15 @@ func printMirror(w io.Writer, m *agent.MirrorStatus, withLog bool) {
 		fmt.Fprintln(w, "mirror: none")
 		return
 	}
-	fmt.Fprintf(w, "mirror: %s (%s)\nstate: %s\nlast pushed tip: %s\nprimary tip: %s\npending: %d commits\n",
-		m.URL, m.Source, m.State, orNone(m.LastPushedTip), orNone(m.PrimaryTip), m.Pending)
+	fmt.Fprintf(w, "mirror: %s (%s)\nstate: %s\nlast pushed tip: %s\nprimary tip: %s\npending: %s\n",
+		m.URL, m.Source, m.State, orNone(m.LastPushedTip), orNone(m.PrimaryTip), commits(m.Pending))
 	if m.LastError != nil {
 		fmt.Fprintf(w, "last error: %s: %s\nnext step: %s\n", m.LastError.Class, m.LastError.Message, m.LastError.NextStep)
 	}
 	if withLog && len(m.Log) > 0 {
 		fmt.Fprintln(w, "log:")
 		for _, e := range m.Log {
-			what := fmt.Sprintf("%s..%s, %d commits", short(e.From), short(e.Tip), e.Commits)
+			what := fmt.Sprintf("%s..%s, %s", short(e.From), short(e.Tip), commits(e.Commits))
 			if e.Outcome == "failed" {
 				what = e.Class + ": " + e.Error
 			}
@@ -224,9 +222,17 @@ func printPush(cmd *cobra.Command, e agent.MirrorPush) error {
 	case "":
 		fmt.Fprintln(w, "nothing to mirror: the primary has no commit yet")
 	default:
-		fmt.Fprintf(w, "%s: %s..%s, %d commits in %d ms\n", e.Outcome, short(e.From), short(e.Tip), e.Commits, e.TookMS)
+		fmt.Fprintf(w, "%s: %s..%s, %s in %d ms\n", e.Outcome, short(e.From), short(e.Tip), commits(e.Commits), e.TookMS)
 	}
 	return nil
+}
+
+// commits is "1 commit" or "N commits".
+func commits(n int) string {
+	if n == 1 {
+		return "1 commit"
+	}
+	return fmt.Sprintf("%d commits", n)
 }
 
 func orNone(s string) string {

@@ -70,6 +70,7 @@ func median(d []time.Duration) time.Duration {
 // and the failure shows in status and metrics with class and next step,
 // then clears.
 func TestMirror_DownThenUp(t *testing.T) {
+	t.Parallel()
 	primary, mirror := gitserver.New(t, token), gitserver.New(t, "")
 	// Down and slow to say so: a turn that waited on it would show.
 	down := mirror.AddFault(&gitserver.Fault{Count: -1, Status: 503, Delay: 700 * time.Millisecond})
@@ -202,6 +203,7 @@ func metricValue(text, series string) float64 {
 // socket refuse it and nothing is recorded — a mirror URL chosen by the
 // agent would copy its memory anywhere.
 func TestMirror_OnlyTheOperatorSetsIt(t *testing.T) {
+	t.Parallel()
 	primary, mirror := gitserver.New(t, token), gitserver.New(t, "")
 	home := t.TempDir()
 	p := startDaemon(t, primary, home, "--agent", "a1")

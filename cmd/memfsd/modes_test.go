@@ -43,6 +43,7 @@ func checkRemotePersona(t *testing.T, p *proc, bare, id, want string) {
 // the content: the bytes match, the mode does not; the remote keeps its
 // regular file.
 func TestTrust_ShellCommitOfReadOnlyBlockAsLink(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "ln", "--debounce", "10s")
@@ -74,6 +75,7 @@ func TestTrust_ShellCommitOfReadOnlyBlockAsLink(t *testing.T) {
 
 // The same with `chmod +x`: mode 100755, same bytes.
 func TestTrust_ShellCommitOfExecutableReadOnlyBlock(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "x", "--debounce", "10s")
@@ -101,6 +103,7 @@ func TestTrust_ShellCommitOfExecutableReadOnlyBlock(t *testing.T) {
 // commit pipeline: the regular file comes back and HEAD never records the
 // new mode.
 func TestTrust_DirectWriteOfReadOnlyBlockMode(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "dw")

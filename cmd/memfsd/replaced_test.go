@@ -53,6 +53,7 @@ func remoteHolds(t *testing.T, bare string, files map[string]string) {
 // time against a git server: the one-request push sent a pack built on the
 // old remote tip). Against the test server and the embedded default.
 func TestSync_RemoteHistoryReplaced(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// remote gives the sync's extra flags and the bare repository.
@@ -132,6 +133,7 @@ func withoutBaseURL(env []string) []string {
 // the local files (the same one-request push as memfsd sync), and the
 // next turn pushes as usual.
 func TestRun_RemoteHistoryReplaced(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "rh")

@@ -28,13 +28,23 @@ type globals struct {
 	createRemote bool
 	tokenFile    string
 	authorName   string
-	authorEmail  string
-	logLevel     string
-	noFsync      bool
-	listen       string
-	adminListen  string
+	// operatorName and operatorEmail author the operator's commits.
+	operatorName, operatorEmail string
+	authorEmail                 string
+	logLevel                    string
+	noFsync                     bool
+	listen                      string
+	adminListen                 string
+	// listenTokenFile holds the bearer token of a TCP --listen (the
+	// agents' API), adminListenTokenFile that of a TCP --admin-listen (the
+	// operator's): the daemon asks them, the CLI sends them. Neither opens
+	// the other's listener.
+	listenTokenFile      string
+	adminListenTokenFile string
 
 	noSecretGuard  bool
+	personGitWait  time.Duration
+	maxFileBytes   int64
 	noFMRules      bool
 	secretPatterns []string
 
@@ -47,6 +57,12 @@ type globals struct {
 }
 
 // homeDir is --home with ~ expanded.
+// homeArg is " --home <home>" for a command a message tells the user to
+// run, when the home is not the default.
+func (g *globals) homeArg() string {
+	return (&agent.Config{Home: g.homeDir()}).HomeArg()
+}
+
 func (g *globals) homeDir() string {
 	home := g.home
 	if strings.HasPrefix(home, "~/") {
@@ -102,10 +118,14 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.tokenFile, "token-file", "", "file holding the token, re-read when it changes and after an auth failure: a rotated token needs no restart (else env MEMFSD_TOKEN; env MEMFSD_TOKEN_FILE)")
 	f.StringVar(&g.authorName, "author-name", "", "commit author name (default: the agent id)")
 	f.StringVar(&g.authorEmail, "author-email", "", "commit author email (default: <agent>@memfsd.local)")
+	f.StringVar(&g.operatorName, "operator-name", agent.DefaultOperatorName, "author of the operator's commits: block set, read-only blocks put back, deletions restored (env MEMFSD_OPERATOR_NAME)")
+	f.StringVar(&g.operatorEmail, "operator-email", "", "email of the operator's commits (default: <operator-name>@memfsd.local; env MEMFSD_OPERATOR_EMAIL)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects, refs and the memory tool's files (faster; a power cut may lose recent writes and commits)")
 	f.StringVar(&g.listen, "listen", "", "the shared API, every agent's routes (a one-agent sidecar, the operator's tools; in a multi-agent daemon give each agent its own <home>/agents/<id>/memfsd.sock instead): unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
 	f.StringVar(&g.adminListen, "admin-listen", "", "the operator's API (block set, accept, adding agents): unix:///path or 127.0.0.1:PORT (default unix://<home>/admin.sock, mode 0600; env MEMFSD_ADMIN_LISTEN); never give it to the agent")
+	f.StringVar(&g.listenTokenFile, "listen-token-file", "", "file holding a token that every request on a TCP --listen must send as Authorization: Bearer <token> (needed for an address other than loopback; the CLI sends it too; env MEMFSD_LISTEN_TOKEN_FILE); it does not open --admin-listen")
+	f.StringVar(&g.adminListenTokenFile, "admin-listen-token-file", "", "file holding the operator's own token, which every request on a TCP --admin-listen must send as Authorization: Bearer <token> (needed for an address other than loopback, and for any TCP --admin-listen when --listen-token-file is given; must differ from it; the CLI sends it too; env MEMFSD_ADMIN_LISTEN_TOKEN_FILE)")
 	f.DurationVar(&g.retryInitial, "retry-initial", retry.DefaultInitial, "first wait before retrying a retryable sync failure (env MEMFSD_RETRY_INITIAL)")
 	f.DurationVar(&g.retryMax, "retry-max", retry.DefaultMax, "longest wait between retries (env MEMFSD_RETRY_MAX)")
 	f.DurationVar(&g.retryBudget, "retry-budget", retry.DefaultBudget, "total retry time per sync; past it commits stay local (env MEMFSD_RETRY_BUDGET)")
@@ -115,10 +135,12 @@ func newRootCmd() *cobra.Command {
 	f.DurationVar(&g.http.ResponseHeader, "http-response-timeout", gitmem.DefaultResponseHeaderTimeout, "request sent to response headers (env MEMFSD_HTTP_RESPONSE_TIMEOUT)")
 	f.DurationVar(&g.http.Idle, "http-idle-timeout", gitmem.DefaultIdleTimeout, "a connection making no progress on a read or write (env MEMFSD_HTTP_IDLE_TIMEOUT)")
 	f.BoolVar(&g.noFMRules, "no-frontmatter-rules", false, "accept memory files in system/ and reference/ (v2: every memory file) whose front matter breaks letta-code's rules; for folders that are not letta-code's (env MEMFSD_NO_FRONTMATTER_RULES)")
+	f.DurationVar(&g.personGitWait, "person-git-wait", agent.DefaultPersonGitWait, "how long memfsd's commits and syncs wait on a person's git operation in an agent's folder (a git commit or revert with its editor open, a merge or rebase stopped) before going on (env MEMFSD_PERSON_GIT_WAIT)")
+	f.Int64Var(&g.maxFileBytes, "max-file-bytes", agent.DefaultMaxFileBytes, "largest file a direct write into the memory folder commits; a bigger one is held, uncommitted, with a reminder (env MEMFSD_MAX_FILE_BYTES)")
 	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g), newContextCmd(g))
-	root.AddCommand(newHistoryCmd(g), newShowCmd(g), newBudgetCmd(g), newSharedCmd(g), newMirrorCmd(g))
+	root.AddCommand(newHistoryCmd(g), newSearchCmd(g), newShowCmd(g), newBudgetCmd(g), newSharedCmd(g), newMirrorCmd(g), newMCPCmd(g))
 	return root
 }
 
@@ -166,6 +188,8 @@ func (g *globals) config() (*agent.Config, error) {
 		Username:        os.Getenv("MEMFSD_USERNAME"),
 		AuthorName:      g.authorName,
 		AuthorEmail:     g.authorEmail,
+		OperatorName:    g.operatorName,
+		OperatorEmail:   operatorEmail(g.operatorName, g.operatorEmail),
 		NoFsync:         g.noFsync,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
@@ -184,6 +208,14 @@ func (g *globals) config() (*agent.Config, error) {
 	}
 	gitmem.InstallHTTPClient(g.http)
 	cfg.NoSecretGuard = g.noSecretGuard
+	if g.personGitWait <= 0 {
+		return nil, fmt.Errorf("flag --person-git-wait: must be positive, got %s", g.personGitWait)
+	}
+	cfg.PersonGitWait = g.personGitWait
+	if g.maxFileBytes <= 0 {
+		return nil, fmt.Errorf("flag --max-file-bytes: must be positive, got %d", g.maxFileBytes)
+	}
+	cfg.MaxFileBytes = g.maxFileBytes
 	cfg.NoFrontMatterRules = g.noFMRules
 	if len(g.secretPatterns) > 0 {
 		cfg.SecretPatterns = memtool.DefaultSecretPatterns()
@@ -199,4 +231,13 @@ func (g *globals) config() (*agent.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// operatorEmail is the operator identity's email: given, or made from its
+// name.
+func operatorEmail(name, email string) string {
+	if email != "" || name == "" {
+		return email
+	}
+	return name + "@memfsd.local"
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -16,7 +17,12 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/daemon"
+	"github.com/memfsd/memfsd/mcpserver"
 )
+
+// repeatSignalGrace: a SIGTERM or SIGINT this soon after the first is a
+// duplicate (a supervisor's, or a double Ctrl-C), not a request to abort.
+const repeatSignalGrace = 2 * time.Second
 
 func newRunCmd(g *globals) *cobra.Command {
 	var (
@@ -24,6 +30,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		debounce        time.Duration
 		pullInterval    time.Duration
 		shutdownTimeout time.Duration
+		insecureListen  bool
+		mcpPushIdle     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--agent ID]...",
@@ -33,7 +41,8 @@ func newRunCmd(g *globals) *cobra.Command {
 			"Each agent also gets its own socket, <home>/agents/<id>/memfsd.sock, serving only its\n" +
 			"routes: the one to give that agent.\n" +
 			"SIGTERM commits pending writes and pushes (bounded by --shutdown-timeout); a second\n" +
-			"signal aborts that push. Exit 0 after a clean shutdown.",
+			"signal aborts that push, unless it comes within 2 s of the first (then it is ignored:\n" +
+			"supervisors often send two at once). Exit 0 after a clean shutdown.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.config()
@@ -43,11 +52,22 @@ func newRunCmd(g *globals) *cobra.Command {
 			if debounce <= 0 {
 				return fmt.Errorf("flag --debounce: must be positive, got %s", debounce)
 			}
+			// One daemon per home, before anything in it is touched (a
+			// second one would take over the first's sockets).
+			lock, err := lockHome(cfg.Home, g.homeArg())
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
 			d, err := daemon.New(cfg)
 			if err != nil {
 				return err
 			}
 			d.Debounce, d.PullInterval = debounce, pullInterval
+			if mcpPushIdle <= 0 {
+				return fmt.Errorf("flag --mcp-push-idle: must be positive, got %s", mcpPushIdle)
+			}
+			d.MCP.PushIdle = mcpPushIdle
 			for _, id := range agents {
 				if err := agent.ValidateID(id); err != nil {
 					return fmt.Errorf("flag --agent: %w", err)
@@ -56,6 +76,41 @@ func newRunCmd(g *globals) *cobra.Command {
 			listen, admin := g.listenAddr(cfg.Home), g.adminAddr(cfg.Home)
 			if listen == admin {
 				return fmt.Errorf("flags --listen and --admin-listen: both are %s; the operator's socket must not be the agent's", listen)
+			}
+			// A TCP address reachable from the network needs a credential
+			// (or the operator's explicit --insecure-listen): --listen its
+			// own, --admin-listen the operator's own, and neither opens the
+			// other. A TCP listener with a token asks it. Unix sockets are
+			// guarded by their mode.
+			var listenToken, adminToken string
+			if g.listenTokenFile != "" {
+				if listenToken, err = daemon.ReadListenToken(g.listenTokenFile); err != nil {
+					return fmt.Errorf("flag --listen-token-file: %w", err)
+				}
+			}
+			if g.adminListenTokenFile != "" {
+				if adminToken, err = daemon.ReadListenToken(g.adminListenTokenFile); err != nil {
+					return fmt.Errorf("flag --admin-listen-token-file: %w", err)
+				}
+			}
+			if adminToken != "" && adminToken == listenToken {
+				return errors.New("flags --listen-token-file and --admin-listen-token-file: the same token; the operator's must not be the one given to agents")
+			}
+			if err := daemon.CheckListen("--listen", "--listen-token-file", listen, listenToken != "", insecureListen); err != nil {
+				return err
+			}
+			if err := daemon.CheckListen("--admin-listen", "--admin-listen-token-file", admin, adminToken != "", insecureListen); err != nil {
+				return err
+			}
+			if daemon.IsTCP(admin) && adminToken == "" && listenToken != "" && !insecureListen {
+				// Before, --listen-token-file guarded both: never let the
+				// operator's routes go open to every local process quietly.
+				return fmt.Errorf("flag --admin-listen %s: --listen-token-file's token is the agents' and does not open the operator's routes; give the operator's own with --admin-listen-token-file, listen on a unix socket, or pass --insecure-listen to serve them without a credential", admin)
+			}
+			for _, l := range []struct{ addr, token string }{{listen, listenToken}, {admin, adminToken}} {
+				if daemon.IsTCP(l.addr) && !daemon.IsLoopback(l.addr) && l.token == "" {
+					cfg.Logger.Warn("listening on a network address without a credential (--insecure-listen): anyone who reaches it reads and writes every agent's memory", "listen", l.addr)
+				}
 			}
 			ln, err := daemon.Listen(listen)
 			if err != nil {
@@ -81,7 +136,28 @@ func newRunCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("flag --agent: %w", err)
 				}
 			}
-			servers := []*http.Server{daemon.NewServer(d.AgentHandler(admin)), daemon.NewServer(d.AdminHandler())}
+			// Agents added at runtime (PUT /v1/agents/{id}) come back.
+			recorded, err := agent.RecordedAgents(cfg)
+			if err != nil {
+				cfg.Logger.Warn("agents added at runtime: cannot list them", "err", err)
+			}
+			for _, id := range recorded {
+				if slices.Contains(agents, id) {
+					continue
+				}
+				if err := d.Manage(id); err != nil {
+					cfg.Logger.Error("agent added at runtime: cannot manage it again", "agent", id, "err", err)
+					continue
+				}
+				agents = append(agents, id)
+			}
+			handlers := []http.Handler{d.AgentHandler(admin), d.AdminHandler()}
+			for i, l := range []struct{ addr, token string }{{listen, listenToken}, {admin, adminToken}} {
+				if l.token != "" && daemon.IsTCP(l.addr) {
+					handlers[i] = daemon.RequireBearer(l.token, handlers[i])
+				}
+			}
+			servers := []*http.Server{daemon.NewServer(handlers[0]), daemon.NewServer(handlers[1])}
 			var served sync.WaitGroup
 			for i, l := range []net.Listener{ln, aln} {
 				served.Add(1)
@@ -97,15 +173,27 @@ func newRunCmd(g *globals) *cobra.Command {
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			sig := <-sigs
+			first := time.Now()
 			cfg.Logger.Info("shutting down: committing and pushing", "signal", sig.String(), "timeout", shutdownTimeout)
 			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 			defer cancel()
 			go func() {
-				select {
-				case s := <-sigs:
-					cfg.Logger.Warn("second signal: aborting the final push", "signal", s.String())
-					cancel()
-				case <-ctx.Done():
+				for {
+					select {
+					case s := <-sigs:
+						// A supervisor (or a person's double Ctrl-C) often
+						// sends two at once: only one sent on purpose,
+						// later, aborts the push (issue 28).
+						if since := time.Since(first); since < repeatSignalGrace {
+							cfg.Logger.Info("signal ignored: it came within 2 s of the first; the final push goes on (send it again later to abort it)", "signal", s.String(), "after", since.Round(time.Millisecond))
+							continue
+						}
+						cfg.Logger.Warn("second signal: aborting the final push", "signal", s.String())
+						cancel()
+						return
+					case <-ctx.Done():
+						return
+					}
 				}
 			}()
 			// Stop accepting first, so no request reaches a closing agent;
@@ -130,7 +218,9 @@ func newRunCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&agents, "agent", nil, "agent id to manage (repeatable; env MEMFSD_AGENT, comma-separated)")
 	f.DurationVar(&debounce, "debounce", daemon.DefaultDebounce, "quiet time after a write before it is committed (env MEMFSD_DEBOUNCE)")
+	f.DurationVar(&mcpPushIdle, "mcp-push-idle", mcpserver.DefaultPushIdle, "MCP sessions on the agents' sockets (/mcp): push this long after the last tool call (env MEMFSD_MCP_PUSH_IDLE)")
 	f.DurationVar(&pullInterval, "pull-interval", 0, "fetch operators' changes between turns every this long; 0 = off (env MEMFSD_PULL_INTERVAL)")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "bound on the final commit and push at SIGTERM (env MEMFSD_SHUTDOWN_TIMEOUT)")
+	f.BoolVar(&insecureListen, "insecure-listen", false, "allow a TCP --listen other than loopback without --listen-token-file, a TCP --admin-listen without --admin-listen-token-file: anyone who reaches it reads and writes every agent's memory (env MEMFSD_INSECURE_LISTEN)")
 	return cmd
 }

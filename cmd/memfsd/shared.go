@@ -140,7 +140,7 @@ func sharedAdmin(g *globals, method, path, body string, out any) (bool, error) {
 		r = strings.NewReader(body)
 	}
 	var raw json.RawMessage
-	code, err := newAPIClient(g.adminAddr(g.homeDir()), 0).do(method, path, r, &raw)
+	code, err := g.adminClient(0).do(method, path, r, &raw)
 	var unreachable errUnreachable
 	switch {
 	case errors.As(err, &unreachable):
@@ -165,9 +165,7 @@ func sharedAdmin(g *globals, method, path, body string, out any) (bool, error) {
 
 func printShared(w io.Writer, list []daemon.SharedInfo, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"shared": list})
+		return printJSON(w, map[string]any{"shared": list})
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no shared repositories attached")

@@ -16,6 +16,7 @@ import (
 // mirror of agent <name> (another agent's repository, or one nobody asked
 // for).
 func TestShared_NotMirroredAsAnAgent(t *testing.T) {
+	t.Parallel()
 	primary, mirror := gitserver.New(t, token), gitserver.New(t, "")
 	mirror.RepoDir("team") // a repository there, as a host would have one for an agent "team"
 	home := t.TempDir()

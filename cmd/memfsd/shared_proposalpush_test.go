@@ -13,6 +13,7 @@ import (
 // tries the pending proposals once, not under the whole retry budget.
 // Once the remote takes pushes again, the next turn pushes them.
 func TestShared_ProposalPushNeverHoldsUpTheAgent(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	p := startDaemon(t, srv, t.TempDir(), "--agent", "w1", "--agent", "w2", "--retry-budget", "20s", "--retry-max", "2s")
 	// w1 first: its URL becomes the shared repository's remote.

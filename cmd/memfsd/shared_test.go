@@ -42,6 +42,7 @@ func (p *proc) sharedList(id string) sharedAnswer {
 // bad policies and names 400; the attachments survive a restart and
 // memfsd shared detach drops one.
 func TestShared_AttachListDetachPersist(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "s1", "--agent", "s2")
@@ -123,6 +124,7 @@ func (p *proc) sharedTool(id, name, input string) (string, bool) {
 // refused and reaches no branch; each context shows the shared memory
 // after the agent's own; git fsck --strict is clean.
 func TestShared_OneCloneToolWritesAllowDeny(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "a1", "--agent", "a2", "--agent", "a3")
@@ -172,7 +174,7 @@ func TestShared_OneCloneToolWritesAllowDeny(t *testing.T) {
 	}
 	bare := srv.SharedRepoDir("team")
 	authors := git(t, bare, "log", "--format=%an %s", "main")
-	for _, want := range []string{"a1 memory: create /memories/notes/a1.md", "a2 memory: create /memories/notes/a2.md"} {
+	for _, want := range []string{"a1 memory: create notes/a1.md", "a2 memory: create notes/a2.md"} {
 		if !strings.Contains(authors, want) {
 			t.Fatalf("remote log lacks %q:\n%s", want, authors)
 		}
@@ -208,6 +210,7 @@ func TestShared_OneCloneToolWritesAllowDeny(t *testing.T) {
 // the proposal to the operator, who merges it with plain git; a proposal
 // that changes a read-only block is refused like a write.
 func TestShared_ProposeOnBranchesOnly(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "w1", "--agent", "w2")
@@ -295,6 +298,7 @@ func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 // writes nowhere, both shared clones converge on the remote's tip, and
 // git fsck --strict is clean.
 func TestShared_TwoDaemonsFaultsConverge(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	homeA, homeB := t.TempDir(), t.TempDir()
 	pa := startDaemon(t, srv, homeA, "--agent", "x1", "--agent", "x2", "--agent", "x3", "--agent", "xp")

@@ -67,6 +67,7 @@ func readView(home, id, name, p string) string {
 // agent's version (the file nobody else changes); deny → undone in the view, the bytes kept, a
 // reminder, nothing on any branch.
 func TestShared_ViewWritesByPolicy(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	seedShared(t, srv, "team", map[string]string{
@@ -162,6 +163,23 @@ func TestShared_ViewWritesByPolicy(t *testing.T) {
 	if code, err := p.get("/v1/agents/v4/reminders", &rem); err != nil || code != 200 || !strings.Contains(toJSON(rem), "shared_write_denied") || !strings.Contains(toJSON(rem), "README.md") {
 		t.Fatalf("v4's reminders: %d %v %s", code, err, toJSON(rem))
 	}
+	// Everything the agent reads names paths as it sees them: /memories/...
+	// and its view folder shared/team, never the host's, and no host
+	// command.
+	if txt := toJSON(rem); strings.Contains(txt, home) || !strings.Contains(txt, "/memories/README.md") || !strings.Contains(txt, "view folder shared/team") {
+		t.Fatalf("v4's reminders name host paths or not the agent's: %s", txt)
+	}
+	for _, id := range []string{"v1", "v4"} {
+		var ctx struct {
+			Text string `json:"text"`
+		}
+		if code, err := p.get("/v1/agents/"+id+"/context", &ctx); err != nil || code != 200 {
+			t.Fatalf("context %s: %d %v", id, code, err)
+		}
+		if strings.Contains(ctx.Text, home) || strings.Contains(ctx.Text, "memfsd memory") || !strings.Contains(ctx.Text, "view folder shared/team") {
+			t.Fatalf("%s's context names a host path or command:\n%s", id, ctx.Text)
+		}
+	}
 	rejected, _ := filepath.Glob(filepath.Join(home, "shared", "team", "memory", ".git", "memfsd", "rejected", "*view-v4*README.md"))
 	// The shell's > truncates, then writes: the view may be undone at
 	// each step, and each undo keeps what it took back.
@@ -195,9 +213,24 @@ func TestShared_ViewWritesByPolicy(t *testing.T) {
 // top line again and again, so memfsd keeps copying the shared tip into
 // the writer's view and merging its writes: every line the writer wrote
 // reaches the shared remote's history.
+//
+// The other agent edits whatever top line the shared branch has. The
+// `>` and temporary-file writers read the file, then write it back: when
+// memfsd copies an edit into the view between the writer's read and its
+// write (after memfsd let go of the file, so nothing makes the writer
+// wait), the writer itself writes the old top line back with its new
+// line, and memfsd rightly takes that as the agent's write, an undo of the
+// edit indistinguishable from a deliberate one. Two shells doing the same
+// on a plain disk lose the edit the same way. (The test once chained each
+// edit on its own last one, "top n-1" → "top n", and failed when a writer
+// had undone one early on: no memfsd loss. The loss memfsd could cause,
+// a rename landing while it held the file, is pinned by
+// TestSharedView_RenameUnderTheLeaseKeepsTheOtherAgentsEdit in agent.)
 func TestShared_ViewWritersDuringRefresh(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"truncate", "append", "rename"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			srv := gitserver.New(t, token)
 			home := t.TempDir()
 			seedShared(t, srv, "team", map[string]string{"f.md": "top 0\n\nThe agent's lines:\n"})
@@ -215,19 +248,39 @@ func TestShared_ViewWritersDuringRefresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Process.Kill()
-			deadline := time.Now().Add(min(writersSeconds(), 10*time.Second))
-			edits := 0
-			prev := 0
-			for n := 1; time.Now().Before(deadline); n++ {
-				body := fmt.Sprintf(`{"command":"str_replace","path":"/memories/f.md","old_str":"top %d\n","new_str":"top %d\n"}`, prev, n)
+			// o edits back to back until it made 40 edits and the writer
+			// wrote 250 lines (2-4 s on a quiet machine; 30 s at most, for
+			// a loaded one), or for MEMFSD_WRITERS_SECONDS in a soak.
+			soak := os.Getenv("MEMFSD_WRITERS_SECONDS") != ""
+			deadline := time.Now().Add(30 * time.Second)
+			if soak {
+				deadline = time.Now().Add(writersSeconds())
+			}
+			written := func() int {
+				data, _ := os.ReadFile(count)
+				n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+				return n + 1
+			}
+			shared := filepath.Join(home, "shared", "team", "memory", "f.md")
+			edits, undone, prev, began := 0, 0, 0, time.Now()
+			for n := 1; time.Now().Before(deadline) && (soak || edits < 40 || written() < 250); n++ {
+				data, err := os.ReadFile(shared)
+				if err != nil {
+					t.Fatal(err)
+				}
+				top, _, _ := strings.Cut(string(data), "\n")
+				if top != fmt.Sprintf("top %d", prev) {
+					undone++ // a writer wrote an older top line back (above)
+				}
+				body := fmt.Sprintf(`{"command":"str_replace","path":"/memories/f.md","old_str":%q,"new_str":"top %d\n"}`, top+"\n", n)
 				if out, isErr := p.sharedTool("o", "team", body); !isErr {
 					edits++
 					prev = n
 				} else {
-					t.Logf("o's edit %d: %s", n, out)
+					t.Logf("o's edit %d: %s", n, out) // the top line changed since it was read
 				}
-				time.Sleep(100 * time.Millisecond)
 			}
+			raced := time.Since(began)
 			os.WriteFile(stop, nil, 0o600)
 			if err := w.Wait(); err != nil {
 				t.Fatalf("writer: %v", err)
@@ -252,7 +305,7 @@ func TestShared_ViewWritersDuringRefresh(t *testing.T) {
 				}
 				return len(lost) == 0
 			})
-			t.Logf("%s: %d lines written, %d edits by the other agent", kind, last+1, edits)
+			t.Logf("%s: %d lines written, %d edits by the other agent in %s, %d times its last edit undone by the writer's read-modify-write", kind, last+1, edits, raced.Round(time.Millisecond), undone)
 			if edits < 10 {
 				t.Errorf("only %d edits by the other agent: the race was not run", edits)
 			}

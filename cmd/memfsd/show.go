@@ -65,9 +65,7 @@ func newShowCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(f)
+				return printJSON(out, f)
 			}
 			data := []byte(f.Content)
 			if f.Encoding == "base64" {

@@ -61,6 +61,7 @@ func fastRetryArgs() []string {
 }
 
 func TestSurface_MemoryToolThroughAPI(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "mt")
@@ -76,7 +77,7 @@ func TestSurface_MemoryToolThroughAPI(t *testing.T) {
 	if isErr || !strings.Contains(out, "likes coffee") {
 		t.Fatalf("str_replace: %q", out)
 	}
-	if got := git(t, dir, "log", "-1", "--format=%s"); got != "memory: str_replace /memories/prefs.md" {
+	if got := git(t, dir, "log", "-1", "--format=%s"); got != "memory: str_replace prefs.md" {
 		t.Fatalf("message = %q", got)
 	}
 	before := commitCount(t, dir, "HEAD")
@@ -100,6 +101,7 @@ func TestSurface_MemoryToolThroughAPI(t *testing.T) {
 }
 
 func TestSurface_ReadOnlyDirectWriteAndOperator(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "ro")
@@ -153,6 +155,7 @@ func TestSurface_ReadOnlyDirectWriteAndOperator(t *testing.T) {
 }
 
 func TestSurface_Reminders(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, append([]string{"--agent", "rm"}, fastRetryArgs()...)...)
@@ -263,6 +266,7 @@ func TestSurface_Reminders(t *testing.T) {
 // A direct write past a block's limit is committed and raises
 // limit_exceeded naming the file, until the file is short again.
 func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "lim")
@@ -282,6 +286,7 @@ func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
 }
 
 func TestSurface_Context(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "cx")

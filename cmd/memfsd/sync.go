@@ -63,6 +63,12 @@ func newSyncCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "conflict copies: %v\n", res.Conflicts)
 				return exitCode(3)
 			}
+			if werr := agent.WriteProblemsError(a.Status(false).WriteProblems); werr != nil {
+				// The others are pushed; a file that was not saved is a
+				// failure all the same, named with its cause.
+				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", werr)
+				return exitCode(1)
+			}
 			return nil
 		},
 	}
@@ -76,6 +82,10 @@ func newSyncCmd(g *globals) *cobra.Command {
 func syncFailed(cmd *cobra.Command, err error) error {
 	if errors.Is(err, agent.ErrMassDeleteHeld) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", err)
+		return exitCode(1)
+	}
+	if errors.Is(err, agent.ErrPersonGitInProgress) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\nnext step: finish or abort the git operation in the folder (git commit, git revert --continue or --abort, ...), then run memfsd sync again\n", err)
 		return exitCode(1)
 	}
 	class := retry.ClassOf(err)
@@ -101,7 +111,7 @@ func openAgent(ctx context.Context, cfg *agent.Config, id string) (*agent.Agent,
 // directly).
 func acceptThroughDaemon(cmd *cobra.Command, g *globals, id string, opts agent.AcceptOptions) (bool, error) {
 	body, _ := json.Marshal(opts)
-	c := newAPIClient(g.adminAddr(g.homeDir()), 2*time.Minute)
+	c := g.adminClient(2 * time.Minute)
 	var res json.RawMessage
 	code, err := c.do("POST", "/v1/agents/"+id+"/accept?wait=60s", bytes.NewReader(body), &res)
 	var unreachable errUnreachable
@@ -117,6 +127,6 @@ func acceptThroughDaemon(cmd *cobra.Command, g *globals, id string, opts agent.A
 		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: accept %s: daemon answered %d: %s\n", id, code, res)
 		return true, exitCode(1)
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), string(res))
+	printRawJSON(cmd.OutOrStdout(), res)
 	return true, nil
 }

@@ -31,6 +31,7 @@ func runSync(t *testing.T, srv *gitserver.Server, home, tok string, extra ...str
 }
 
 func TestSync_ExitCodes(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	if code, out, errOut := runSync(t, srv, home, token); code != 0 {

@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,6 +84,7 @@ var tokenLayouts = []tokenLayout{
 // of every agent pushes with the new token, nothing lost. An empty file
 // after that keeps the last good token and says so in status.
 func TestRun_TokenFileRotatesWithoutRestart(t *testing.T) {
+	t.Parallel()
 	for _, l := range tokenLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			srv := gitserver.New(t, rotTokA)
@@ -154,6 +157,7 @@ func TestRun_TokenFileRotatesWithoutRestart(t *testing.T) {
 // still holds fails as auth, with a next step naming the file; fixing the
 // file is enough for the next turn.
 func TestRun_TokenRefusedRereadsFile(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, rotTokA)
 	home := t.TempDir()
 	target := filepath.Join(t.TempDir(), "real-token")
@@ -289,4 +293,49 @@ func assertNoToken(t *testing.T, p *proc, home string, ids []string, toks ...str
 			return nil
 		})
 	}
+}
+
+// TestRun_TokenFileEmptyAtStart: a --token-file that exists but is empty
+// (or only whitespace), with no MEMFSD_TOKEN, stops `memfsd run` at once
+// with an error naming the file and what to do (issue 28: it started,
+// logged "keeping the last good token" when there was none, and the remote
+// answered an auth failure later). With MEMFSD_TOKEN beside it, that token
+// stands and the daemon starts.
+func TestRun_TokenFileEmptyAtStart(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	tokPath := filepath.Join(t.TempDir(), "token")
+	for _, content := range []string{"", " \n\n"} {
+		os.WriteFile(tokPath, []byte(content), 0o600)
+		cmd := exec.Command(binPath, "run", "--home", home, "--base-url", srv.URL, "--agent", "et", "--token-file", tokPath)
+		cmd.Env = append(os.Environ(), "MEMFSD_TOKEN=")
+		cmd.WaitDelay = 5 * time.Second
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%q: exit 0\n%s", content, out.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("%q: still running after 10 s, want an error at start:\n%s", content, out.String())
+		}
+		for _, want := range []string{tokPath, "is empty", "put the token in it"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%q: the error lacks %q:\n%s", content, want, out.String())
+			}
+		}
+	}
+	// The fallback token stands while the file is empty.
+	os.WriteFile(tokPath, nil, 0o600)
+	p := startDaemon(t, srv, home, "--agent", "et", "--token-file", tokPath)
+	writeAndTurn(t, p, []string{"et"}, "with-fallback.md", "pushed")
 }

@@ -47,6 +47,7 @@ func homeSnapshot(t *testing.T, agentHome string) map[string]string {
 // home but memfsd's own records, no answer and no commit holds the bytes
 // of a file there, and git fsck --strict passes on both repositories.
 func TestTool_SymlinkSwapThroughTheDaemon(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "swp")

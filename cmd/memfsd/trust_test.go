@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +34,7 @@ func runCLI(t *testing.T, srv *gitserver.Server, home string, args ...string) (i
 }
 
 func TestTrust_OperatorRoutesOnlyOnTheAdminSocket(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "op")
@@ -83,14 +83,18 @@ func TestTrust_OperatorRoutesOnlyOnTheAdminSocket(t *testing.T) {
 
 // Held deletions settled through the admin socket: restore, then accept.
 func TestTrust_AcceptAndRestoreThroughTheDaemon(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	fixture.ImportInto(t, "memory-42", srv.RepoDir("hold"))
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "hold")
 	dir := memDir(home, "hold")
+	// The 40 notes go in one step (the folder moved out), so the watcher
+	// sees one mass deletion whatever the machine's load (deletions spread
+	// over batches: TestMassDelete_LaterDeletionsJoinTheHold).
 	rmNotes := func() {
-		for i := 0; i < 40; i++ {
-			os.Remove(filepath.Join(dir, fmt.Sprintf("notes/n%02d.md", i)))
+		if err := os.Rename(filepath.Join(dir, "notes"), filepath.Join(t.TempDir(), "notes")); err != nil {
+			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, "deletions held", func() bool { return len(p.status("hold").HeldDeletes) == 40 })
 	}
@@ -131,6 +135,7 @@ func TestTrust_AcceptAndRestoreThroughTheDaemon(t *testing.T) {
 // remote: the outgoing check puts the block back in a commit of its own,
 // keeps the bytes, tells the agent, and pushes the rest of the range.
 func TestTrust_ShellCommitOfReadOnlyBlock(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	// A long debounce: the watcher must not undo the write before the
@@ -183,6 +188,7 @@ func TestTrust_ShellCommitOfReadOnlyBlock(t *testing.T) {
 
 // The same through `memfsd sync`, no daemon: every route to a push checks.
 func TestTrust_ShellCommitThenSync(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	if code, out := runCLI(t, srv, home, "sync", "--agent", "cli"); code != 0 {
@@ -213,6 +219,7 @@ func TestTrust_ShellCommitThenSync(t *testing.T) {
 // with a reminder naming the file and the pattern until it is cleaned
 // (then committed and pushed) or deleted.
 func TestTrust_SecretInADirectWrite(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "sec")
@@ -256,6 +263,7 @@ func TestTrust_SecretInADirectWrite(t *testing.T) {
 // a read-only file the agent unlocked on disk behind the tool's back (no
 // commit yet) is still refused.
 func TestTrust_ToolOnAFileUnlockedOnDisk(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	fixture.ImportInto(t, "small", srv.RepoDir("tl"))
 	home := t.TempDir()
@@ -284,6 +292,7 @@ func TestTrust_ToolOnAFileUnlockedOnDisk(t *testing.T) {
 // On the embedded default remote, another writer's push (a clone of the
 // bare repository) is recovered by memfsd sync as with a real server.
 func TestTrust_EmbeddedRemoteDivergenceThroughSync(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	sync := func() (int, string) {
 		out, err := exec.Command(binPath, "sync", "--agent", "local", "--home", home).CombinedOutput()
@@ -316,6 +325,7 @@ func TestTrust_EmbeddedRemoteDivergenceThroughSync(t *testing.T) {
 // One Idempotency-Key applies once: repeated, after a restart, and with its
 // answer record gone (the commit's Memory-Call trailer still knows).
 func TestTrust_IdempotentMemoryCalls(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "idem")
@@ -392,6 +402,7 @@ func TestTrust_IdempotentMemoryCalls(t *testing.T) {
 // (files stay, nothing pushed, reminder), then restored by the operator,
 // then, deleted again, accepted.
 func TestTrust_RemoteMassDeletionHeld(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	fixture.ImportInto(t, "memory-42", srv.RepoDir("wipe"))
 	home := t.TempDir()
@@ -465,6 +476,7 @@ func TestTrust_RemoteMassDeletionHeld(t *testing.T) {
 // A shell's `git rm -r` + commit of most of the memory is held at the push
 // (nothing reaches the remote), then restored, then, again, accepted.
 func TestTrust_ShellCommitOfAWholesaleDelete(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	fixture.ImportInto(t, "memory-42", srv.RepoDir("rm"))
 	home := t.TempDir()
@@ -518,6 +530,7 @@ func TestTrust_ShellCommitOfAWholesaleDelete(t *testing.T) {
 // basic auth, not_found naming --create-remote, then --create-remote making
 // the repository by pushing.
 func TestRemoteTemplate(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	srv.SetStrict(true, true)
 	home := t.TempDir()
@@ -568,6 +581,7 @@ func TestRemoteTemplate(t *testing.T) {
 
 // A per-agent remote through the admin socket's PUT /v1/agents/{id}.
 func TestRemoteOverrideThroughAdmin(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home)
@@ -595,6 +609,7 @@ func TestRemoteOverrideThroughAdmin(t *testing.T) {
 // lets a pull write outside the memory folder: the operator's records next
 // to it stay untouched.
 func TestTrust_SymlinkEscapeOnPull(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "sym")
@@ -627,6 +642,7 @@ func TestTrust_SymlinkEscapeOnPull(t *testing.T) {
 // A credential committed by the shell and deleted again never reaches the
 // remote: every commit of the range is checked, not only its end state.
 func TestTrust_SecretInAShellCommitRange(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "shs", "--debounce", "10s")
@@ -651,5 +667,53 @@ func TestTrust_SecretInAShellCommitRange(t *testing.T) {
 	git(t, dir, "reset", "-q", "--hard", "HEAD~2")
 	if tr := p.turn("shs"); tr.Outcome == "failed" {
 		t.Fatalf("turn after the reset = %+v", tr)
+	}
+}
+
+// Deletions the watcher sees after a mass deletion was held join the hold
+// (a slow rm, or a loaded machine, splits one deletion over batches):
+// before, the later batch, under half of the files by itself, was
+// committed and pushed without the operator (seen: 23 held, 17 pushed).
+func TestMassDelete_LaterDeletionsJoinTheHold(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	fixture.ImportInto(t, "memory-42", srv.RepoDir("hold"))
+	home := t.TempDir()
+	p := startDaemon(t, srv, home, "--agent", "hold")
+	dir := memDir(home, "hold")
+	if err := os.WriteFile(filepath.Join(dir, "extra.md"), []byte("kept until the operator says\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "extra.md committed", func() bool {
+		return git(t, dir, "log", "-1", "--format=%s", "--", "extra.md") != ""
+	})
+	p.postTurn("hold", "30s")
+	if got := git(t, srv.RepoDir("hold"), "show", "main:extra.md"); !strings.Contains(got, "kept until") {
+		t.Fatalf("extra.md not pushed: %q", got)
+	}
+	if err := os.Rename(filepath.Join(dir, "notes"), filepath.Join(t.TempDir(), "notes")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "40 deletions held", func() bool { return len(p.status("hold").HeldDeletes) == 40 })
+	if err := os.Remove(filepath.Join(dir, "extra.md")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the later deletion held too", func() bool { return len(p.status("hold").HeldDeletes) == 41 })
+	p.postTurn("hold", "30s")
+	tree := git(t, srv.RepoDir("hold"), "ls-tree", "-r", "--name-only", "main")
+	if !strings.Contains(tree, "extra.md") || !strings.Contains(tree, "notes/n17.md") {
+		t.Fatalf("a held deletion reached the remote:\n%s", tree)
+	}
+	if r := p.reminders("hold"); !r.has("mass_delete_held") {
+		t.Fatalf("no mass_delete_held reminder: %+v", r)
+	}
+	// The operator's restore brings every one back, the later one too.
+	if code, out := runCLI(t, srv, home, "sync", "--agent", "hold", "--restore-deletes"); code != 0 {
+		t.Fatalf("restore: %d %s", code, out)
+	}
+	for _, f := range []string{"extra.md", "notes/n17.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s not restored: %v", f, err)
+		}
 	}
 }

@@ -18,7 +18,7 @@ func newTurnCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "turn --agent ID [--wait 8s]",
 		Short: "Tell the daemon a turn ended (commit pending writes, push) and print the outcome",
-		Long:  "Tell the daemon a turn ended and print the outcome JSON. Exit 0 unless the daemon is unreachable.",
+		Long:  "Tell the daemon a turn ended and print the outcome JSON. Exit 0 when the daemon answered the turn (whatever its outcome); 1 when it is unreachable or answers an error (an unknown agent).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := agent.ValidateID(id); err != nil {
@@ -30,11 +30,15 @@ func newTurnCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(res))
+			printRawJSON(cmd.OutOrStdout(), res)
 			if code >= 400 {
-				// The answer (printed) says what went wrong; the exit code is
-				// reserved for an unreachable daemon (SPEC §5).
-				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: turn %s: daemon answered %d\n", id, code)
+				// The answer (printed) says what went wrong; a script sees
+				// it in the exit code too (issue 28).
+				var e struct {
+					Error string `json:"error"`
+				}
+				json.Unmarshal(res, &e)
+				return fmt.Errorf("turn --agent %s: daemon answered %d: %s", id, code, e.Error)
 			}
 			return nil
 		},

@@ -108,6 +108,7 @@ func checkSkippedReminder(t *testing.T, text string) {
 // status, logged once each, and every other write of the same moment is
 // committed and pushed; the state is clean.
 func TestRun_UntrackablePathsSkipped(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "ut")
@@ -187,6 +188,7 @@ func TestRun_UntrackablePathsSkipped(t *testing.T) {
 // memfsd sync over the same folder: exit 0, every trackable file pushed,
 // the reminder and status name the skipped paths and status is clean.
 func TestSync_UntrackablePathsSkipped(t *testing.T) {
+	t.Parallel()
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	if code, out, errOut := runSync(t, srv, home, token); code != 0 {

@@ -9,6 +9,7 @@ import (
 // EWAH bitmaps written by ewahBitmap read back as the same bits, for
 // sets with long empty stretches, full words and single bits.
 func TestEWAH_RoundTrip(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	sets := [][]int{nil, {0}, {63}, {64}, {0, 64, 128, 5000}}
 	var full []int

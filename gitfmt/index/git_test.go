@@ -87,6 +87,7 @@ func lsStage(ix *index.Index) string {
 // index (with entries replaced, deleted and added since the split), reads
 // as the entries `git ls-files --stage` lists.
 func TestParse_ReadsGitsIndexes(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, 300)
 	for _, v := range []string{"2", "3", "4"} {
 		testgit.Run(t, dir, "update-index", "--index-version", v)
@@ -124,6 +125,7 @@ func TestParse_ReadsGitsIndexes(t *testing.T) {
 // entry Set, another Removed, and a split index over a shared one that
 // lacks the one and holds the other.
 func TestEncode_GitReadsOurs(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, 200)
 	want := testgit.Run(t, dir, "ls-files", "--stage")
 	ix := readIndex(t, dir)

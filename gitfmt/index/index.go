@@ -87,6 +87,13 @@ func Parse(data []byte) (ix *Index, link *Link, err error) {
 		return nil, nil, fmt.Errorf("read index: %w: version %d (git writes 2 to 4)", ErrFormat, ix.Version)
 	}
 	n := int(binary.BigEndian.Uint32(data[8:12]))
+	// Every entry takes at least its fixed part: a count the file cannot
+	// hold is refused before anything is allocated for it (the agent's
+	// shell can write the index; a flipped count once asked for a slice
+	// of four billion entries).
+	if most := (len(data) - HeaderLen - TrailerSize) / entryFixedLen; n > most {
+		return nil, nil, fmt.Errorf("read index: %w: %d entries claimed, %d bytes hold at most %d", ErrFormat, n, len(data), most)
+	}
 	ix.Entries = make([]Entry, 0, n+1)
 	off := HeaderLen
 	end := len(data) - TrailerSize
@@ -238,6 +245,20 @@ func (e Entry) Info() EntryInfo {
 		Mtime: int64(binary.BigEndian.Uint32(d[8:12])),
 		MtNs:  binary.BigEndian.Uint32(d[12:16]),
 		Ino:   binary.BigEndian.Uint32(d[20:24]),
+	}
+}
+
+// RemoveFile drops the entries of path (all stages) and nothing below
+// path/: a path that names a folder of tracked files keeps them.
+func (ix *Index) RemoveFile(path string) {
+	i, _ := ix.find(path)
+	j := i
+	for j < len(ix.Entries) && ix.Entries[j].Path == path {
+		j++
+	}
+	if j > i {
+		ix.Entries = slices.Delete(ix.Entries, i, j)
+		ix.Dirty = true
 	}
 }
 

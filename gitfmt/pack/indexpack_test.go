@@ -20,6 +20,8 @@ import (
 	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/sidebyside"
+
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 // packOf has git pack every object of the fixture repo at bare into one
@@ -85,11 +87,22 @@ func ourIndex(t *testing.T, pack []byte) ([]byte, error) {
 }
 
 func TestIndexPack_SameIndexAsGit(t *testing.T) {
+	t.Parallel()
+	// A long history (10,000 commits) in a soak; 2,000 in the suite still
+	// has long delta chains of both kinds.
+	big := struct {
+		name   string
+		files  int
+		commit int
+	}{"f500-c2000", 500, 2000}
+	if soak.On() {
+		big.name, big.files, big.commit = "f1000-c10000", 1000, 10000
+	}
 	for _, fx := range []struct {
 		name   string
 		files  int
 		commit int
-	}{{"small", 20, 60}, {"f1000-c10000", 1000, 10000}} {
+	}{{"small", 20, 60}, big} {
 		bare := fixtureBare(t, fx.files, fx.commit)
 		for _, ofs := range []bool{true, false} {
 			name := fx.name + "/ref-delta"
@@ -113,6 +126,7 @@ func TestIndexPack_SameIndexAsGit(t *testing.T) {
 
 // With nothing kept from pass one (a pack past keepBudget), every delta
 // and base is inflated again from the file: the same index as git's.
+// Not parallel: it sets the package's keepBudget.
 func TestIndexPack_PastTheKeepBudget(t *testing.T) {
 	defer func(b int64) { keepBudget = b }(keepBudget)
 	keepBudget = 0
@@ -129,6 +143,7 @@ func TestIndexPack_PastTheKeepBudget(t *testing.T) {
 }
 
 func TestIndexPack_RefusesDamage(t *testing.T) {
+	t.Parallel()
 	pack := packOf(t, fixtureBare(t, 20, 60), true)
 	cases := map[string][]byte{
 		"truncated":     pack[:len(pack)/2],
@@ -261,6 +276,7 @@ func literalDelta(baseLen int, out []byte) []byte {
 }
 
 func TestIndexPack_Hostile(t *testing.T) {
+	t.Parallel()
 	hello := []byte("hello")
 	helloID := codec.Hash(plumbing.BlobObject, hello)
 	blob := append(entryHeader(3, 5), zlibOf(hello)...)

@@ -20,6 +20,7 @@ import (
 // `git index-pack` writes for that pack; an object large enough for a
 // multi-byte size header is among them.
 func TestEncode_GitReadsOursSameIndex(t *testing.T) {
+	t.Parallel()
 	var objs []Object
 	for i := 0; i < 40; i++ {
 		data := []byte(fmt.Sprintf("memory %d\n%s", i, strings.Repeat("line\n", i*i)))

@@ -1,7 +1,9 @@
-// Package atomicfile is the one way memfsd writes a whole file into a work
-// tree: a temporary file beside the target (named so that the scan and the
-// watcher skip it), then a rename. A crash leaves the old file or the new
-// one, never half of either, and at worst a skipped temporary file.
+// Package atomicfile is the one way memfsd writes a whole file of its own
+// inside a .git (split index, pack index): a temporary file beside the
+// target, then a rename. A crash leaves the old file or the new one, never
+// half of either, and at worst a temporary file cleared at the next start.
+// (Work files go through worktree.Dir, whose temporary files live in
+// .git/memfsd/tmp.)
 package atomicfile
 
 import (
@@ -10,7 +12,7 @@ import (
 	"strings"
 )
 
-// Prefix starts every temporary file name memfsd makes in a work tree.
+// Prefix starts every temporary file name atomicfile makes (in a .git).
 const Prefix = ".memfsd-tmp-"
 
 // IsTemp reports whether a file name (base name) is one of memfsd's

@@ -1,0 +1,294 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/search"
+)
+
+// searchPaths runs a search and returns the hits' paths.
+func searchPaths(t *testing.T, a *agent.Agent, q string) string {
+	t.Helper()
+	res, err := a.Search(q, 10)
+	if err != nil {
+		t.Fatalf("search %q: %v", q, err)
+	}
+	var out []string
+	for _, h := range res.Hits {
+		out = append(out, h.Path)
+	}
+	return strings.Join(out, " ")
+}
+
+func toolRun(t *testing.T, a *agent.Agent, in memtool.Input) {
+	t.Helper()
+	tool, err := a.MemoryTool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := tool.Run(in); res.IsError {
+		t.Fatalf("%s: %s", in.Command, res.Content)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestAgent_SearchInStep: a write, a rename, a delete, a pull and a replay
+// each change the next search's answer; a restart rebuilds the index.
+func TestAgent_SearchInStep(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	ctx := context.Background()
+	a, err := open(t, cfg, "srch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, a, "zebra"); got != "" {
+		t.Fatalf("zebra before any write: %q", got)
+	}
+	// Write.
+	toolRun(t, a, memtool.Input{Command: "create", Path: "/memories/zoo/animals.md", FileText: ptr("---\ndescription: Animals at the zoo\n---\nThe zebra sleeps standing.\n")})
+	if got := searchPaths(t, a, "zebra"); got != "zoo/animals.md" {
+		t.Fatalf("after write: %q", got)
+	}
+	res, _ := a.Search("zebra", 10)
+	if h := res.Hits[0]; len(h.Trail) != 1 || h.Trail[0].Folder != "zoo" || len(h.Lines) != 1 || h.Lines[0].Line != 4 || h.L0 != "Animals at the zoo" {
+		t.Fatalf("hit %+v", h)
+	}
+	// Rename.
+	toolRun(t, a, memtool.Input{Command: "rename", OldPath: "/memories/zoo/animals.md", NewPath: "/memories/savanna/animals.md"})
+	if got := searchPaths(t, a, "zebra"); got != "savanna/animals.md" {
+		t.Fatalf("after rename: %q", got)
+	}
+	if _, err := a.Overview("/memories/zoo"); !errors.Is(err, agent.ErrBadSearch) {
+		t.Fatalf("overview of the renamed-away folder: %v", err)
+	}
+	o, err := a.Overview("/memories/savanna")
+	if err != nil || len(o.Entries) != 1 || o.Entries[0].L0 != "Animals at the zoo" {
+		t.Fatalf("overview %+v %v", o, err)
+	}
+	if txt := agent.OverviewText(o); txt != "/memories/savanna: 1 file, 0 folders\n- animals.md — Animals at the zoo\n" {
+		t.Fatalf("overview text %q", txt)
+	}
+	// Delete.
+	toolRun(t, a, memtool.Input{Command: "delete", Path: "/memories/savanna/animals.md"})
+	if got := searchPaths(t, a, "zebra"); got != "" {
+		t.Fatalf("after delete: %q", got)
+	}
+	// A direct write into the work tree counts once committed.
+	os.WriteFile(filepath.Join(a.Dir(), "okapi.md"), []byte("The okapi hides.\n"), 0o600)
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, a, "okapi"); got != "okapi.md" {
+		t.Fatalf("after a direct write: %q", got)
+	}
+	// Pull: a peer pushes, the agent syncs.
+	peer := cliClone(t, srv, "srch")
+	os.WriteFile(filepath.Join(peer, "giraffe.md"), []byte("The giraffe is tall.\n"), 0o644)
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "peer")
+	git(t, peer, "push", "-q", "origin", "main")
+	if got := searchPaths(t, a, "giraffe"); got != "" {
+		t.Fatalf("before pull: %q", got)
+	}
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, a, "giraffe"); got != "giraffe.md" {
+		t.Fatalf("after pull: %q", got)
+	}
+	// Replay: a local write and a peer's push, then a sync replays ours.
+	toolRun(t, a, memtool.Input{Command: "create", Path: "/memories/lion.md", FileText: ptr("The lion roars.\n")})
+	git(t, peer, "pull", "-q", "origin", "main")
+	os.WriteFile(filepath.Join(peer, "giraffe.md"), []byte("The giraffe eats acacia.\n"), 0o644)
+	git(t, peer, "commit", "-qam", "peer 2")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, a, "acacia"); got != "giraffe.md" {
+		t.Fatalf("after replay (peer's change): %q", got)
+	}
+	if got := searchPaths(t, a, "lion roars"); got != "lion.md" {
+		t.Fatalf("after replay (ours): %q", got)
+	}
+	// Restart: a new Agent over the same home builds its index afresh.
+	a.Close(ctx)
+	b, err := open(t, cfg, "srch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, b, "giraffe acacia"); got != "giraffe.md" {
+		t.Fatalf("after restart: %q", got)
+	}
+}
+
+// TestAgent_SearchBadInput: a clear error and nothing written.
+func TestAgent_SearchBadInput(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	a, err := open(t, cfg, "srch-bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := git(t, a.Dir(), "rev-parse", "HEAD")
+	for _, q := range []string{"", "  ", strings.Repeat("x", search.MaxQueryBytes+1), "\xff\xfe", "(((***)))"} {
+		if _, err := a.Search(q, 10); !errors.Is(err, agent.ErrBadSearch) {
+			t.Errorf("%.20q: %v", q, err)
+		}
+	}
+	if _, err := a.Search("persona", search.MaxLimit+1); !errors.Is(err, agent.ErrBadSearch) {
+		t.Errorf("limit: %v", err)
+	}
+	for _, f := range []string{"/etc", "/memoriesX", "/memories/../x", "nope"} {
+		if _, err := a.Overview(f); !errors.Is(err, agent.ErrBadSearch) {
+			t.Errorf("overview %q: %v", f, err)
+		}
+	}
+	if _, err := a.Search("[a-z]+.*$", 10); err != nil {
+		t.Errorf("regex chars: %v", err)
+	}
+	if got := git(t, a.Dir(), "rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD moved: %s -> %s", head, got)
+	}
+	if got := git(t, a.Dir(), "status", "--porcelain", "--ignored"); got != "" {
+		t.Errorf("work tree changed: %q", got)
+	}
+}
+
+// TestAgent_SearchPoolBound: over the pool's bound, the least recently
+// searched agent's index is dropped and rebuilt on its next search, with
+// the same answer; a closed agent leaves the pool.
+func TestAgent_SearchPoolBound(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	cfg := &agent.Config{Home: filepath.Join(t.TempDir(), "home"), BaseURL: srv.URL, Token: token, SearchPool: search.NewPool(1)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := open(t, cfg, "pool-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open(t, cfg, "pool-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := searchPaths(t, a, "persona")
+	if want == "" || !agent.SearchBuilt(a) {
+		t.Fatalf("a: %q, built %v", want, agent.SearchBuilt(a))
+	}
+	searchPaths(t, b, "persona")
+	if agent.SearchBuilt(a) || !agent.SearchBuilt(b) {
+		t.Fatalf("after b's search: a built %v, b built %v; want a dropped", agent.SearchBuilt(a), agent.SearchBuilt(b))
+	}
+	if got := searchPaths(t, a, "persona"); got != want {
+		t.Fatalf("a rebuilt: %q, want %q", got, want)
+	}
+	b.Close(context.Background())
+	if agent.SearchBuilt(b) || cfg.SearchPool.Bytes() <= 0 {
+		t.Fatalf("after b closed: built %v, pool %d bytes (a's only)", agent.SearchBuilt(b), cfg.SearchPool.Bytes())
+	}
+}
+
+// TestAgent_SearchReindexesOnlyWhatChanged: the index is built once, on
+// the first search, from every file; after that each write, direct write,
+// rename, delete, pull and replay hands the index only the paths it
+// changed (counted), never the whole tree, and a search with nothing new
+// hands it none.
+func TestAgent_SearchReindexesOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	const files = 300
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	ctx := context.Background()
+	a, err := open(t, cfg, "srch-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tree of 300 files in 10 folders, pushed by a peer and pulled.
+	peer := cliClone(t, srv, "srch-count")
+	for i := range files {
+		dir := filepath.Join(peer, "notes", fmt.Sprintf("f%d", i%10))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%03d.md", i)), fmt.Appendf(nil, "---\ndescription: note %d\n---\nword%d body\n", i, i), 0o644)
+	}
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "300 notes")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	total := len(strings.Fields(git(t, a.Dir(), "ls-files")))
+	if total < files {
+		t.Fatalf("%d files at HEAD, want at least %d", total, files)
+	}
+	if n := agent.SearchReindexed(a); n != 0 {
+		t.Fatalf("indexed %d paths before any search: the index is built lazily", n)
+	}
+	if got := searchPaths(t, a, "word7"); got != "notes/f7/n007.md" {
+		t.Fatalf("first search: %q", got)
+	}
+	if n := agent.SearchReindexed(a); n != total {
+		t.Fatalf("first search indexed %d paths, want the tree's %d", n, total)
+	}
+	step := func(what string, want int, query, hit string) {
+		t.Helper()
+		before := agent.SearchReindexed(a)
+		got := strings.Fields(searchPaths(t, a, query))
+		slices.Sort(got) // the hits, in any order
+		if got := strings.Join(got, " "); got != hit {
+			t.Fatalf("%s: search %q = %q, want %q", what, query, got, hit)
+		}
+		if n := agent.SearchReindexed(a) - before; n != want {
+			t.Fatalf("%s: the index was handed %d paths, want %d (of %d)", what, n, want, total)
+		}
+		t.Logf("%s: %d of %d paths re-indexed", what, want, total)
+	}
+	step("a search with nothing new", 0, "word8", "notes/f8/n008.md")
+	toolRun(t, a, memtool.Input{Command: "create", Path: "/memories/notes/f1/zebra.md", FileText: ptr("The zebra sleeps standing.\n")})
+	step("a tool write", 1, "zebra", "notes/f1/zebra.md")
+	toolRun(t, a, memtool.Input{Command: "str_replace", Path: "/memories/notes/f2/n002.md", OldStr: ptr("word2 body"), NewStr: ptr("word2 okapi")})
+	step("a tool edit", 1, "okapi", "notes/f2/n002.md")
+	toolRun(t, a, memtool.Input{Command: "rename", OldPath: "/memories/notes/f1/zebra.md", NewPath: "/memories/savanna/zebra.md"})
+	step("a rename", 2, "zebra", "savanna/zebra.md")
+	toolRun(t, a, memtool.Input{Command: "delete", Path: "/memories/savanna/zebra.md"})
+	step("a delete", 1, "zebra", "")
+	os.WriteFile(filepath.Join(a.Dir(), "notes", "f3", "direct.md"), []byte("The giraffe is tall.\n"), 0o600)
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("a direct write, committed", 1, "giraffe", "notes/f3/direct.md")
+	git(t, peer, "pull", "-q", "origin", "main")
+	os.WriteFile(filepath.Join(peer, "notes", "f4", "n004.md"), []byte("word4 acacia\n"), 0o644)
+	os.WriteFile(filepath.Join(peer, "notes", "f5", "n005.md"), []byte("word5 acacia\n"), 0o644)
+	git(t, peer, "commit", "-qam", "peer edits two")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("a pull of two edits", 2, "acacia word4", "notes/f4/n004.md notes/f5/n005.md")
+	// A replay: our write and a peer's, then a sync puts ours on top.
+	toolRun(t, a, memtool.Input{Command: "create", Path: "/memories/lion.md", FileText: ptr("The lion roars.\n")})
+	git(t, peer, "pull", "-q", "origin", "main")
+	os.WriteFile(filepath.Join(peer, "notes", "f6", "n006.md"), []byte("word6 baobab\n"), 0o644)
+	git(t, peer, "commit", "-qam", "peer edits one")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("a replay (ours and the peer's file)", 2, "baobab lion", "lion.md notes/f6/n006.md")
+}

@@ -1,0 +1,128 @@
+package gitstore
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSpares_AnotherLiveProcessKeepsItsOwn: a second memfsd process on the
+// same repository (a one-shot `memfsd sync` beside the daemon) neither
+// uses nor removes the spares of the live one; its locks come from spares
+// of its own, and the live process's take and locks keep working (issue
+// 27: "take .git/index.lock: open spare file: ... no such file").
+func TestSpares_AnotherLiveProcessKeepsItsOwn(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	daemon := NewSpares(gitDir) // this process: alive
+	var theirs []string
+	for range 8 {
+		name, err := daemon.create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		daemon.give(name)
+		theirs = append(theirs, name)
+	}
+
+	oneShot := NewSpares(gitDir)
+	oneShot.self = procOwner{Pid: daemon.self.Pid, Start: daemon.self.Start + 1} // another process
+	oneShot.Start()
+	defer oneShot.Stop()
+	for _, n := range oneShot.names {
+		t.Errorf("the one-shot adopted the live daemon's spare %s", filepath.Base(n))
+	}
+	for range 4 {
+		l, err := AcquireLock(filepath.Join(gitDir, "index"), time.Second, oneShot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(filepath.Base(l.spare), sparePrefix(oneShot.self)) {
+			t.Errorf("the one-shot's lock is the spare %s, not one of its own", filepath.Base(l.spare))
+		}
+		l.Rollback()
+	}
+	for _, n := range theirs {
+		if _, err := os.Stat(n); err != nil {
+			t.Errorf("the live daemon's spare is gone: %v", err)
+		}
+	}
+	for range len(theirs) {
+		l, err := AcquireLock(filepath.Join(gitDir, "index"), time.Second, daemon)
+		if err != nil {
+			t.Fatalf("the daemon's lock after the one-shot ran: %v", err)
+		}
+		l.Rollback()
+	}
+}
+
+// TestSpares_DeadProcessSparesAdopted: the spares of a process that is
+// gone (a kill -9; its pid may even be reused) are taken over under this
+// process's name; the spare of a lock it held stays for ClearStaleLocks.
+func TestSpares_DeadProcessSparesAdopted(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	me := thisProcess()
+	dead := procOwner{Pid: me.Pid, Start: me.Start + 7} // same pid, another start: gone
+	dir := filepath.Join(gitDir, "memfsd", "spare")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, sparePrefix(dead)+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locked := filepath.Join(dir, sparePrefix(dead)+"9")
+	if err := os.WriteFile(locked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(locked, filepath.Join(gitDir, "index.lock")); err != nil {
+		t.Fatal(err)
+	}
+	sp := NewSpares(gitDir)
+	sp.Start()
+	defer sp.Stop()
+	if len(sp.names) != 3 {
+		t.Fatalf("adopted %d spares of the dead process, want 3", len(sp.names))
+	}
+	for _, n := range sp.names {
+		if !strings.HasPrefix(filepath.Base(n), sparePrefix(me)) {
+			t.Errorf("adopted spare %s keeps the dead process's name", filepath.Base(n))
+		}
+	}
+	if _, err := os.Stat(locked); err != nil {
+		t.Errorf("the dead process's lock spare was removed: %v", err)
+	}
+	if err := ClearStaleLocks(gitDir, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "index.lock")); err == nil {
+		t.Error("the dead process's index.lock was not cleared")
+	}
+}
+
+// A file the agent put where the spare folder belongs is removed and the
+// folder made again: every commit failed "not a directory" for good.
+func TestSpares_FolderReplacedByAFile(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	s := NewSpares(gitDir)
+	if err := os.MkdirAll(filepath.Join(gitDir, "memfsd"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, "memfsd", "spare"), []byte("not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, name, err := s.take()
+	if err != nil {
+		t.Fatalf("take with a file where the spare folder belongs: %v", err)
+	}
+	f.Close()
+	if fi, err := os.Lstat(filepath.Dir(name)); err != nil || !fi.IsDir() {
+		t.Fatalf("spare folder: %v %v", fi, err)
+	}
+}

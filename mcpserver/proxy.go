@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Proxy serves one session (stdio) with what an upstream MCP server serves:
+// `memfsd mcp` when a daemon manages the agent, so the daemon stays the one
+// owner of the agent's folder. Every request is forwarded as it came; a
+// resource the upstream says changed is told to this session when it
+// subscribed to it.
+type Proxy struct {
+	srv *mcp.Server
+	up  *mcp.ClientSession
+}
+
+// unsubscribeWait bounds taking a subscription back upstream.
+const unsubscribeWait = 5 * time.Second
+
+// DialProxy connects to the upstream server over t and makes the proxy.
+func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, error) {
+	p := &Proxy{}
+	c := mcp.NewClient(&mcp.Implementation{Name: "memfsd-mcp", Version: version}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if p.srv != nil {
+				p.srv.ResourceUpdated(ctx, req.Params)
+			}
+		},
+	})
+	up, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.up = up
+	init := up.InitializeResult()
+	impl := &mcp.Implementation{Name: "memfsd", Version: version}
+	opts := &mcp.ServerOptions{
+		// A subscription is taken upstream first, then recorded here, so
+		// ResourceUpdated reaches this session. The handlers (not the
+		// forwarding middleware) do it: a client of protocol 2026-07-28
+		// subscribes with subscriptions/listen, which the SDK turns into
+		// these handlers' calls, never into a resources/subscribe request.
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			if err := p.up.Subscribe(ctx, &mcp.SubscribeParams{Meta: own(req.Params.Meta), URI: req.Params.URI}); err != nil {
+				return fmt.Errorf("subscribe %s: %w", req.Params.URI, err)
+			}
+			return nil
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			// A listen stream's subscriptions are taken back when it ends,
+			// with its context already done.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeWait)
+			defer cancel()
+			if err := p.up.Unsubscribe(ctx, &mcp.UnsubscribeParams{Meta: own(req.Params.Meta), URI: req.Params.URI}); err != nil {
+				return fmt.Errorf("unsubscribe %s: %w", req.Params.URI, err)
+			}
+			return nil
+		},
+		HasTools:     true,
+		HasResources: true,
+		HasPrompts:   true,
+	}
+	if init != nil {
+		if init.ServerInfo != nil {
+			impl = init.ServerInfo
+		}
+		opts.Instructions = init.Instructions
+	}
+	p.srv = mcp.NewServer(impl, opts)
+	p.srv.AddReceivingMiddleware(p.forward)
+	return p, nil
+}
+
+// Run serves the session over t until it ends, then closes the upstream
+// session (the daemon pushes what it wrote).
+func (p *Proxy) Run(ctx context.Context, t mcp.Transport) error {
+	defer p.up.Close()
+	return p.srv.Run(ctx, t)
+}
+
+// forward answers the methods the upstream serves with its answers;
+// subscriptions go upstream through the server's handlers (DialProxy).
+func (p *Proxy) forward(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		up := p.up
+		switch params := req.GetParams().(type) {
+		case *mcp.ListToolsParams:
+			return answer(up.ListTools(ctx, &mcp.ListToolsParams{Meta: own(params.Meta), Cursor: params.Cursor}))
+		case *mcp.CallToolParamsRaw:
+			return answer(up.CallTool(ctx, &mcp.CallToolParams{Meta: own(params.Meta), Name: params.Name, Arguments: params.Arguments}))
+		case *mcp.ListResourcesParams:
+			return answer(up.ListResources(ctx, &mcp.ListResourcesParams{Meta: own(params.Meta), Cursor: params.Cursor}))
+		case *mcp.ListResourceTemplatesParams:
+			return answer(up.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: own(params.Meta), Cursor: params.Cursor}))
+		case *mcp.ReadResourceParams:
+			return answer(up.ReadResource(ctx, &mcp.ReadResourceParams{Meta: own(params.Meta), URI: params.URI}))
+		case *mcp.ListPromptsParams:
+			return answer(up.ListPrompts(ctx, &mcp.ListPromptsParams{Meta: own(params.Meta), Cursor: params.Cursor}))
+		case *mcp.GetPromptParams:
+			return answer(up.GetPrompt(ctx, &mcp.GetPromptParams{Meta: own(params.Meta), Name: params.Name, Arguments: params.Arguments}))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// answer turns a typed answer into a method's (no typed nil on error).
+func answer[R mcp.Result](r R, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// own is a request's _meta without the protocol's own keys
+// (io.modelcontextprotocol/...: the version, client info and capabilities
+// this session negotiated), which belong to this hop, not the upstream's:
+// the upstream session negotiated its own.
+func own(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The soaks at full length. The README's test command runs a short version
+# of each (it must fit its machine: see docs/testing.md, Testing); this script runs
+# them with MEMFSD_SOAK=1, each under its own time bound, and prints a
+# figure line per soak plus the figures the tests log.
+#   scripts/soak.sh              # everything (about 22 minutes on 2 cores)
+#   scripts/soak.sh chaos fuzz   # some of them, by name
+#   FUZZTIME=2m scripts/soak.sh fuzz
+# Names: chaos writers scale gitmem history blockset walls fuzz. The whole output of each is
+# kept in $LOGDIR (default ${TMPDIR:-/tmp}/memfsd-soak).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export MEMFSD_SOAK=1
+LOGDIR=${LOGDIR:-${TMPDIR:-/tmp}/memfsd-soak}
+FUZZTIME=${FUZZTIME:-45s}
+mkdir -p "$LOGDIR"
+failed=()
+
+# soak NAME BOUND PKG RUN [go test flags...]: one soak, bounded, with its
+# figure line and the lines its tests log (t.Logf) printed.
+soak() {
+  local name=$1 bound=$2 pkg=$3 run=$4
+  shift 4
+  local log="$LOGDIR/$name.log" start rc=0
+  start=$(date +%s)
+  timeout --signal=QUIT "$bound" go test -race -count=1 -v -timeout "$bound" -run "$run" "$@" "$pkg" >"$log" 2>&1 || rc=$?
+  local took=$(( $(date +%s) - start ))
+  grep -E '^\s+\S+_test\.go:[0-9]+: |^CHAOS|^--- FAIL|^panic: ' "$log" | grep -vE 'daemon log|^\s+(time=|level=)' | head -40
+  grep -E '^fuzz: elapsed' "$log" | tail -1
+  if [ "$rc" = 0 ]; then
+    echo "SOAK $name: pass in ${took}s (bound $bound)"
+  else
+    echo "SOAK $name: FAIL (exit $rc) after ${took}s (bound $bound); whole output in $log"
+    failed+=("$name")
+  fi
+}
+
+selected=("$@")
+on() {
+  [ ${#selected[@]} -eq 0 ] && return 0
+  local s
+  for s in "${selected[@]}"; do [ "$s" = "$1" ] && return 0; done
+  return 1
+}
+
+# Two daemons on one agent, 30% of requests faulted, SIGKILLs, a person's
+# git and two writer processes: 1,500 operations (the suite runs 100;
+# scripts/chaos.sh runs 6,400 for a long night).
+on chaos && soak chaos 15m ./cmd/memfsd/ '^TestChaos$'
+# The writers real programs are (>, >>, rename) for 30 s each while pulls
+# replace their file, at least 50 remote commits (the suite: 5 s, 10).
+on writers && soak writers 10m ./cmd/memfsd/ '^(TestRun_WritersDuringPulls|TestShared_ViewWritersDuringRefresh)$'
+# A thousand files settling as a thousand commits, a hundred agents in one
+# daemon, a hundred starting with the remote down (the suite: 200, 25, 25).
+on scale && soak scale 10m ./cmd/memfsd/ '^(TestRun_ThousandFilesThousandCommits|TestRun_HundredAgents|TestRun_RemoteDownAtStartHundredAgents)$'
+# The git CLI beside memfsd: 200+200 commits in one folder, 24 rounds of
+# geometric repacks, git gc beside five fetches of a 1,000-commit history,
+# 15 pushes each side beside git pack-refs and gc, a clone of 10,000 commits
+# compared with git clone.
+on gitmem && soak gitmem 10m ./gitmem/ '^(TestRepo_CoexistsWithGitCLI|TestRepo_RepackGeometric|TestEmbedded_GitGCBesideFetch|TestEmbedded_RefsBesideGitCLI|TestEmbedded_PushBesideGitGC|TestClone_SameAsGitClone)$'
+# Long histories read as git reads them (index-pack of a 10,000-commit pack)
+# and the context's tree budget over 10,000 files.
+on history && soak history-pack 10m ./gitfmt/pack/ '^TestIndexPack_SameIndexAsGit$'
+on history && soak history-context 10m ./agent/ '^TestContext_BudgetsAndCache$'
+# `block set` at once after /healthz against a slow remote, 100 times
+# (10 daemons of 10 agents; the suite: 20).
+on blockset && soak blockset 10m ./cmd/memfsd/ '^TestBlockSet_AtOnceAfterHealthz$'
+# One agent's .git made hostile (a ref loop, FIFOs) for 60 s while the
+# other agent writes, and the seeded fuzz of that .git for 4 minutes (10 once the memory drift it found is shown to level off)
+# (MEMFSD_WALLS_SEED replays a seed).
+on walls && soak walls 15m ./cmd/memfsd/ '^TestWalls_'
+# The fuzzers, each for $FUZZTIME.
+if on fuzz; then
+  soak fuzz-resolve 5m ./memtool/ '^$' -fuzz '^FuzzResolve$' -fuzztime "$FUZZTIME"
+  soak fuzz-merge3 5m ./gitfmt/merge3/ '^$' -fuzz '^FuzzMerge3$' -fuzztime "$FUZZTIME"
+  soak fuzz-readonly 5m ./agent/ '^$' -fuzz '^FuzzReadOnlyNeverReachesRemote$' -fuzztime "$FUZZTIME"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "soak: failed: ${failed[*]}"
+  exit 1
+fi
+echo "soak: all passed"
