@@ -134,17 +134,6 @@ type Agent struct {
 	problemsMu sync.Mutex
 	problems   map[string]reminders.WriteProblem
 
-	// wasReady: a repository was set once (Ready).
-	wasReady atomic.Bool
-	// healMu serialises rebuilds of the .git (heal.go); damage is a
-	// commit that failed on a missing object, for the next sync.
-	healMu sync.Mutex
-	damage atomic.Pointer[damageHint]
-	// After a failed rebuild (under healMu): the next one waits until
-	// healNext (healWait doubles up to healWaitMax); healErr is the failure.
-	healNext time.Time
-	healWait time.Duration
-	healErr  error
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned
@@ -289,11 +278,8 @@ func (a *Agent) Close(ctx context.Context) error {
 // Dir is the agent's memory folder (the work tree).
 func (a *Agent) Dir() string { return filepath.Join(a.folder, "memory") }
 
-// Ready reports whether the work tree was made usable (opened or cloned)
-// since start. It stays true once it is: a rebuild of the agent's .git that
-// failed half-way (the agent's shell racing it) leaves the agent in error,
-// not the daemon unready (/healthz answers for every agent).
-func (a *Agent) Ready() bool { return a.wasReady.Load() || a.repository() != nil }
+// Ready reports whether the work tree is usable (opened or cloned).
+func (a *Agent) Ready() bool { return a.repository() != nil }
 
 func (a *Agent) repository() *gitmem.Repo {
 	a.mu.Lock()
@@ -306,9 +292,6 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 	a.mu.Lock()
 	a.repo = repo
 	a.mu.Unlock()
-	if repo != nil {
-		a.wasReady.Store(true)
-	}
 	if a.OnReady != nil {
 		a.OnReady()
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -82,7 +81,7 @@ func (e *KeyReusedError) Error() string {
 // proves nothing.
 func (a *Agent) RunCall(in memtool.Call, key string) (memtool.Result, error) {
 	if key == "" {
-		return a.runHealing(in, "")
+		return a.runCall(in, "")
 	}
 	if err := ValidIdempotencyKey(key); err != nil {
 		return memtool.Result{}, err
@@ -119,16 +118,6 @@ func (a *Agent) RunCall(in memtool.Call, key string) (memtool.Result, error) {
 	}
 	repo := a.repository()
 	h, ok, err := find(repo)
-	if gitmem.MissingObject(err) {
-		// History the .git no longer holds: rebuilt from the remote
-		// (heal.go), where the commits that were pushed are.
-		ctx, cancel := context.WithTimeout(a.ctx, healToolWait)
-		again, _ := a.heal(ctx, repo, err)
-		cancel()
-		if again {
-			h, ok, err = find(a.repository())
-		}
-	}
 	switch {
 	case err != nil:
 		return memtool.Result{}, err
@@ -137,7 +126,7 @@ func (a *Agent) RunCall(in memtool.Call, key string) (memtool.Result, error) {
 	case ok:
 		return memtool.Result{Content: "already applied in " + h.String()}, nil
 	}
-	res, err := a.runHealing(in, trailer)
+	res, err := a.runCall(in, trailer)
 	if err != nil {
 		return memtool.Result{}, err
 	}
@@ -278,4 +267,13 @@ func (a *Agent) writeCall(key, fp string, res memtool.Result) error {
 		os.Remove(filepath.Join(a.recordPath(callsDir), old.name))
 	}
 	return nil
+}
+
+// runCall runs one memory-tool call, its commit carrying trailer.
+func (a *Agent) runCall(in memtool.Call, trailer string) (memtool.Result, error) {
+	tool, err := a.memoryToolAs(trailer, nil)
+	if err != nil {
+		return memtool.Result{}, err
+	}
+	return tool.RunCall(in), nil
 }

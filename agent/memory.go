@@ -27,13 +27,12 @@ func (a *Agent) MemoryTool() (*memtool.Tool, error) { return a.memoryTool("") }
 // memoryTool is MemoryTool whose commits carry trailer (when not empty) as
 // a last line of their message.
 func (a *Agent) memoryTool(trailer string) (*memtool.Tool, error) {
-	return a.memoryToolAs(trailer, nil, nil)
+	return a.memoryToolAs(trailer, nil)
 }
 
 // memoryToolAs is memoryTool whose commits are by author (nil: the
-// repository's own author). onMissing, when set, learns of a commit that
-// failed on a missing object (runHealing).
-func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature, onMissing func(*gitmem.Repo, error)) (*memtool.Tool, error) {
+// repository's own author).
+func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool.Tool, error) {
 	if a.repository() == nil {
 		return nil, ErrNotReady
 	}
@@ -118,12 +117,6 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature, onMissing
 				Guard:   guard,
 			})
 			a.repackSoon(repo)
-			if gitmem.MissingObject(err) {
-				a.noteMissing(repo, err)
-				if onMissing != nil {
-					onMissing(repo, err)
-				}
-			}
 			if err != nil {
 				return "", err
 			}

@@ -134,7 +134,6 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		return r
 	}
 	res, err := repo.Commit(mk(paths))
-	a.noteMissing(repo, err) // a rebuild at the next sync, once confirmed (heal.go)
 	if err != nil && perFileFailure(err) && !req.One {
 		// One file's failure (a full disk for its blob) must not stop the
 		// files written beside it: each is then a commit of its own, and

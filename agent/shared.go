@@ -81,7 +81,7 @@ func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memto
 		}
 	}
 	author := a.cfg.author(by)
-	tool, err := a.memoryToolAs("", &author, nil)
+	tool, err := a.memoryToolAs("", &author)
 	if err != nil {
 		return memtool.Result{}, err
 	}

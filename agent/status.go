@@ -106,10 +106,7 @@ type Status struct {
 	// (REVERT_HEAD, a commit's editor open, ...) that memfsd's commits
 	// and syncs wait on (null when none).
 	PersonGitInProgress *PersonGit `json:"person_git_in_progress,omitempty"`
-	// GitRebuilt are the rebuilds of the memory's .git (objects were
-	// missing): when, where the old .git is kept, what was missing.
-	GitRebuilt []GitRebuild `json:"git_rebuilt,omitempty"`
-	Ready      bool         `json:"ready"`
+	Ready               bool       `json:"ready"`
 	// Waiting is every hold, rejection or problem above that waits on
 	// the operator, one line each (control characters escaped).
 	Waiting []string `json:"waiting,omitempty"`
@@ -212,7 +209,6 @@ func (a *Agent) readStatus(scan bool) Status {
 			}
 		}
 	}
-	st.GitRebuilt = a.readRebuilds()
 	st.State = stateOf(st, broken)
 	st.Mirror = a.Mirror(false)
 	st.Waiting = waitingOn(st)
@@ -365,9 +361,6 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		LimitExceeded:     st.LimitExceeded,
 		PathSkipped:       st.PathSkipped,
 		WriteProblems:     st.WriteProblems,
-	}
-	for _, r := range st.GitRebuilt {
-		rs.GitRebuilt = append(rs.GitRebuilt, r.At)
 	}
 	if b := st.Budget; b != nil && b.Over() {
 		rs.BudgetExceeded = &reminders.BudgetOver{Tokens: b.Tokens, Limit: b.Limit, V2: b.Layout == budget.LayoutV2, Files: b.Files}

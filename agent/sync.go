@@ -45,16 +45,7 @@ type SyncResult struct {
 // rest still syncs and the error is ErrMassDeleteHeld. Other errors are
 // *retry.Error naming the operation. Every failed attempt is recorded at
 // once (the agent is degraded while the retries go on); success clears it.
-//
-// A sync (or a commit since the last one) that failed on a missing object
-// rebuilds the .git from the remote once the damage is confirmed, then
-// syncs again (heal.go).
 func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
-	return a.syncHealing(ctx, opts)
-}
-
-// syncOnce is one sync as Sync describes it, without the rebuild.
-func (a *Agent) syncOnce(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
 	if err := a.ensureRepo(ctx); err != nil {
 		a.recordErr(err, 1)

@@ -27,13 +27,3 @@ func LeaveIndexLock(r *Repo) error {
 	}
 	return lk.Abandon()
 }
-
-// SetBetweenLooks installs a hook that runs between ConfirmDamage's two looks.
-func SetBetweenLooks(r *Repo, f func()) { r.betweenLooks = f }
-
-// HoldRepack holds the repo as a running repack does, until the returned
-// func is called.
-func HoldRepack(r *Repo) func() {
-	r.repackMu.Lock()
-	return r.repackMu.Unlock
-}

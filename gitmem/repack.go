@@ -70,8 +70,6 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	r.repackMu.Lock()
-	defer r.repackMu.Unlock()
 	began := time.Now()
 	release, err := r.takeGCPID()
 	if err != nil {

@@ -102,10 +102,7 @@ type Repo struct {
 	objs      *objectStore
 	spares    *gitstore.Spares
 	bg        *background // a repack and its goroutines: Close waits
-	// repackMu is held by a repack throughout, and by ConfirmDamage: a
-	// loose object a repack removes once packed is never counted missing.
-	repackMu  sync.Mutex
-	owner     *os.File // shared flock: see claim
+	owner     *os.File    // shared flock: see claim
 	journal   *replaceJournal
 	soleOwner bool          // no other memfsd process used the repo when it was claimed
 	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
@@ -126,9 +123,6 @@ type Repo struct {
 	// historyStep, when set (tests only), runs with mu held at the start
 	// of each batch of a history walk.
 	historyStep func()
-	// betweenLooks, when set (tests only), runs between ConfirmDamage's
-	// two looks.
-	betweenLooks func()
 }
 
 // Close stops the repo's background work (a repack: cancelled, and waited

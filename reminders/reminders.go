@@ -35,9 +35,6 @@ const (
 	KindWriteFailed = "write_failed"
 	// KindWriteHeld: a direct write held for its size or its name.
 	KindWriteHeld = "write_held"
-	// KindGitRebuilt: the memory's .git lacked objects and was rebuilt
-	// from the server.
-	KindGitRebuilt = "git_rebuilt"
 )
 
 // RecentRestore is how long a history restore stays worth telling.
@@ -84,9 +81,6 @@ type State struct {
 	// WriteProblems are direct writes not committed: a full disk, too
 	// large, a bad name.
 	WriteProblems []WriteProblem
-	// GitRebuilt are when the memory's .git was rebuilt from the server
-	// (objects were missing).
-	GitRebuilt []time.Time
 }
 
 // ConstraintsHold is one file held by letta-code's MemFS limits.
@@ -181,11 +175,6 @@ func Build(st State, now time.Time) []Reminder {
 		out = append(out, Reminder{KindHistoryRecovered, fmt.Sprintf(
 			"The memory server's history was replaced. Your files were kept: those the server lacked are restored, those it had differently sit beside its version as conflict copies, and your old history is saved at %s. Review the conflict copies if any.",
 			strings.Join(recent, ", "))})
-	}
-	if n := len(st.GitRebuilt); n > 0 && now.Sub(st.GitRebuilt[n-1]) < RecentRestore {
-		out = append(out, Reminder{KindGitRebuilt, fmt.Sprintf(
-			"The memory's git store lost objects (removed or put back from an older copy) and was rebuilt from the memory server at %s. Every file in your memory folder was kept and saved; a file you deleted shortly before may have come back from the server: delete it again if so. Leave the .git folder alone.",
-			st.GitRebuilt[n-1].UTC().Format(time.RFC3339))})
 	}
 	if len(st.HeldDeletes) > 0 {
 		out = append(out, Reminder{KindMassDeleteHeld, fmt.Sprintf(

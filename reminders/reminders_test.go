@@ -58,16 +58,3 @@ func TestBuild_PathSkipped(t *testing.T) {
 		}
 	}
 }
-
-// A rebuild of the .git is told for a day: the files were kept, a deleted
-// file may be back.
-func TestBuild_GitRebuilt(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	rs := reminders.Build(reminders.State{Agent: "a", GitRebuilt: []time.Time{now.Add(-48 * time.Hour), now.Add(-time.Hour)}}, now)
-	if len(rs) != 1 || rs[0].Kind != reminders.KindGitRebuilt || !strings.Contains(rs[0].Text, "may have come back") {
-		t.Fatalf("recent rebuild: %v", rs)
-	}
-	if rs := reminders.Build(reminders.State{Agent: "a", GitRebuilt: []time.Time{now.Add(-48 * time.Hour)}}, now); len(rs) != 0 {
-		t.Fatalf("rebuild two days ago still told: %v", rs)
-	}
-}

@@ -3,7 +3,10 @@ package retry
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/gitstore"
@@ -29,10 +32,8 @@ func NextStep(err error) string {
 	switch {
 	case ClassOf(err).Held():
 		return ClassOf(err).NextStep()
-	case errors.Is(err, gitmem.ErrObjectsMissing):
-		return "the memory's .git lacks objects its refs name (named above) and rebuilding it from the remote failed (the remote down, a full disk): memfsd tries again at the next sync, and the work tree's files are kept meanwhile; if the remote stays unreachable, fix it (--base-url, the token) or run `memfsd sync --agent ID` once it is back; memfsd keeps the damaged .git beside the memory folder as broken-git-<time>"
-	case gitmem.MissingObject(err):
-		return "an object the memory's .git should hold was not found: memfsd checks the repository and, when objects are really missing, rebuilds .git from the remote (the old one kept as <home>/agents/ID/broken-git-<time>); if it stays, check that no git gc or copy is running in the folder; the next sync looks again"
+	case errors.Is(err, plumbing.ErrObjectNotFound), strings.Contains(err.Error(), plumbing.ErrObjectNotFound.Error()):
+		return "an object the memory's .git should hold was not found (a pack or object folder removed, or put back from an older copy): check that no git gc or copy is running in the folder; if it stays, move the folder aside and run `memfsd sync --agent ID` to clone afresh, then move the work tree's files back in (the remote holds every pushed commit)"
 	case errors.Is(err, gitstore.ErrSymrefLoop):
 		return "a ref in the memory's .git (named above) is a loop of symbolic refs: point it at a commit again (`git update-ref <ref> <commit>`, or remove the file and `git fetch`); memfsd tries again at the next sync"
 	case errors.Is(err, gitstore.ErrNotRegular), errors.Is(err, gitstore.ErrTooLarge):
