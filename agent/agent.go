@@ -260,7 +260,10 @@ func (a *Agent) Close(ctx context.Context) error {
 	var err error
 	if a.Background {
 		a.flush()
-		if _, serr := a.Sync(ctx, SyncOptions{SkipScan: true}); errors.Is(serr, ErrPersonGitInProgress) {
+		// The final sync scans the folder: a write whose watch event had
+		// not reached the commit loop when the loops stopped (a write just
+		// before the signal) is committed and pushed too.
+		if _, serr := a.Sync(ctx, SyncOptions{}); errors.Is(serr, ErrPersonGitInProgress) {
 			a.log.Info("final sync skipped: a person's git operation is in progress in the folder; writes are committed at the next start", "err", serr)
 		} else if serr != nil && !errors.Is(serr, ErrMassDeleteHeld) {
 			a.log.Warn("final push failed; commits stay local for the next start", "class", string(retry.ClassOf(serr)), "err", serr)
