@@ -30,8 +30,19 @@ func TestAuthors_OperatorAndAgentApart(t *testing.T) {
 	blockSet(t, srv, home, "au", "persona", "---\ndescription: ops\nread_only: true\n---\nSet by ops.\n")
 	// The agent's shell changes the human block: put back, by the operator.
 	human := filepath.Join(dir, "system", "human.md")
-	os.WriteFile(human, []byte("---\ndescription: mine\nread_only: true\n---\nforged\n"), 0o600)
-	git(t, dir, "commit", "-q", "-am", "forged human")
+	// memfsd may put the file back between the write and the commit (its
+	// watcher is quick): then the shell writes and commits again.
+	for i := 0; ; i++ {
+		os.WriteFile(human, []byte("---\ndescription: mine\nread_only: true\n---\nforged\n"), 0o600)
+		out, err := gitTry(dir, "commit", "-q", "-am", "forged human")
+		if err == nil {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("the shell's commit of human.md failed 20 times: %v %s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if tr := p.turn("au"); tr.Outcome != "pushed" {
 		t.Fatalf("turn = %+v", tr)
 	}
