@@ -134,7 +134,6 @@ type Agent struct {
 	problemsMu sync.Mutex
 	problems   map[string]reminders.WriteProblem
 
-
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned
 	pending   map[string]bool
