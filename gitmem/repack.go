@@ -207,7 +207,6 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 	go func() { // owns st; ends when the pack is written or the pipe is closed
 		defer encDone() // Close waits for this goroutine, st closed
 		defer st.Close()
-		pack.LowerThreadPriority()
 		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx}, false).Encode(objects, 10)
 		pw.CloseWithError(err) // an error reaches the indexer through the pipe
 	}()
@@ -218,8 +217,7 @@ func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plum
 		err error
 	}
 	got := make(chan indexed, 1)
-	go func() { // on a low-priority thread too, retired when done
-		pack.LowerThreadPriority()
+	go func() {
 		idx, sum, err := pack.IndexAt(ctx, pr, pf, true)
 		got <- indexed{idx, sum, err}
 	}()

@@ -82,14 +82,14 @@ func (e *packEntry) isDelta() bool {
 
 // packIndexer holds what both passes share.
 type packIndexer struct {
-	low      bool            // resolve on low-priority threads (a repack)
-	ctx      context.Context // stops the resolution when cancelled
-	entries  []packEntry
-	claimed  []atomic.Bool // pass two: the worker that resolves each entry
-	refBases []plumbing.Hash
-	kept     int64
-	file     []byte // the pack, mapped, for pass two
-	sum      plumbing.Hash
+	background bool            // one delta worker, not one per CPU (a repack)
+	ctx        context.Context // stops the resolution when cancelled
+	entries    []packEntry
+	claimed    []atomic.Bool // pass two: the worker that resolves each entry
+	refBases   []plumbing.Hash
+	kept       int64
+	file       []byte // the pack, mapped, for pass two
+	sum        plumbing.Hash
 
 	zpool sync.Pool
 }
@@ -123,10 +123,14 @@ func Index(ctx context.Context, src io.Reader, f *os.File) (*idxfile.MemoryIndex
 	return IndexAt(ctx, src, f, false)
 }
 
-// IndexAt is Index, its delta workers on low-priority threads when
-// low (background work that must not slow the agents' writes).
-func IndexAt(ctx context.Context, src io.Reader, f *os.File, low bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
-	ix := &packIndexer{low: low, ctx: ctx}
+// IndexAt is Index, resolving deltas on one goroutine instead of one per
+// CPU when background (a repack: work that must leave the agents' writes
+// a CPU). It does not lower a thread's priority: a niced thread running Go
+// code stalls every stop-the-world of the whole process while the host is
+// busy (seconds per GC under load, measured), so background work is kept
+// narrow instead.
+func IndexAt(ctx context.Context, src io.Reader, f *os.File, background bool) (*idxfile.MemoryIndex, plumbing.Hash, error) {
+	ix := &packIndexer{background: background, ctx: ctx}
 	n, err := ix.scan(src, f)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
@@ -353,15 +357,16 @@ func (ix *packIndexer) resolve() error {
 	// each entry resolved once, and a loop ends.
 	ix.claimed = make([]atomic.Bool, n)
 	work := make(chan int32)
-	errs := make(chan error, runtime.GOMAXPROCS(0))
+	workers := runtime.GOMAXPROCS(0)
+	if ix.background {
+		workers = 1
+	}
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < cap(errs); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ix.low {
-				LowerThreadPriority()
-			}
 			var failed error
 			for root := range work {
 				if failed == nil {

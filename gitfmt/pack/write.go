@@ -6,12 +6,10 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"hash/crc32"
-	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"golang.org/x/sys/unix"
 )
 
 // Object is one object to pack: its id, type and content.
@@ -94,13 +92,3 @@ var zlibPool = sync.Pool{New: func() any {
 	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
 	return zw
 }}
-
-// LowerThreadPriority puts the calling goroutine on a thread of its own at
-// the lowest CPU priority (nice 19, per thread on Linux): a repack's
-// compression and delta work then takes only the CPU the agents' writes
-// leave. The goroutine must end without unlocking, so the runtime retires
-// the thread instead of handing it, still niced, to other goroutines.
-func LowerThreadPriority() {
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
-}
