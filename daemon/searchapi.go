@@ -3,11 +3,13 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/search"
 )
 
@@ -38,6 +40,40 @@ func (d *Daemon) searchRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, res)
 	}))
+	// The memory_search tool beside the memory tool: what a harness hands
+	// the model as a second tool. The same input and answer as the MCP
+	// tool (agent.RunSearchCall), in the memory route's shape.
+	mux.HandleFunc("POST /v1/agents/{id}/memory_search", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxSearchInput+1))
+		if err != nil || len(body) > maxSearchInput {
+			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: fmt.Sprintf("invalid input: body unreadable or over %d KiB", maxSearchInput>>10), IsError: true})
+			return
+		}
+		c, err := agent.DecodeSearchCall(body)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, memtool.Result{Content: err.Error(), IsError: true})
+			return
+		}
+		u, err := d.searchUnit(a, r.URL.Query().Get("shared"))
+		if err != nil {
+			code := http.StatusServiceUnavailable
+			if errors.Is(err, errNoShared) {
+				code = http.StatusNotFound
+			}
+			writeJSON(w, code, memtool.Result{Content: err.Error(), IsError: true})
+			return
+		}
+		res, structured, err := u.RunSearchCall(c)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, memtool.Result{Content: u.AgentFacing(err.Error()), IsError: true})
+			return
+		}
+		code := http.StatusOK
+		if res.IsError {
+			code = http.StatusBadRequest
+		}
+		writeJSON(w, code, searchToolAnswer{Result: res, Structured: structured})
+	}))
 	mux.HandleFunc("GET /v1/agents/{id}/overview", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		q := r.URL.Query()
 		u, err := d.searchUnit(a, q.Get("shared"))
@@ -52,6 +88,17 @@ func (d *Daemon) searchRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"overview": o, "text": agent.OverviewText(o)})
 	}))
+}
+
+// maxSearchInput bounds a memory_search request body (a query is at most
+// search.MaxQueryBytes; the rest is room for the JSON around it).
+const maxSearchInput = 64 << 10
+
+// searchToolAnswer is memory_search's answer: the tool's text, and the
+// hits (or the folder's overview) as data.
+type searchToolAnswer struct {
+	memtool.Result
+	Structured any `json:"result,omitempty"`
 }
 
 // errNoShared is a ?shared=NAME the agent is not attached to.

@@ -190,32 +190,18 @@ func (s *session) showHandler(_ context.Context, req *mcp.CallToolRequest) (*mcp
 
 func (s *session) searchHandler(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s.h.touched(false)
-	var args struct {
-		Query  string  `json:"query"`
-		Limit  int     `json:"limit"`
-		Folder *string `json:"folder"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
-		return s.answer(memtool.Result{Content: err.Error(), IsError: true}), nil
-	}
-	if args.Folder != nil {
-		if args.Query != "" {
-			return s.answer(memtool.Result{Content: "invalid input: give a query or a folder, not both", IsError: true}), nil
-		}
-		o, err := s.h.a.Overview(*args.Folder)
-		if err != nil {
-			return s.answer(memtool.Result{Content: err.Error(), IsError: true}), nil
-		}
-		out := s.answer(memtool.Result{Content: agent.OverviewText(o)})
-		out.StructuredContent = o
-		return out, nil
-	}
-	res, err := s.h.a.Search(args.Query, args.Limit)
+	c, err := agent.DecodeSearchCall(req.Params.Arguments)
 	if err != nil {
 		return s.answer(memtool.Result{Content: err.Error(), IsError: true}), nil
 	}
-	out := s.answer(memtool.Result{Content: agent.SearchText(res)})
-	out.StructuredContent = res
+	res, structured, err := s.h.a.RunSearchCall(c)
+	if err != nil {
+		res = memtool.Result{Content: s.h.a.AgentFacing(err.Error()), IsError: true}
+	}
+	out := s.answer(res)
+	if structured != nil {
+		out.StructuredContent = structured
+	}
 	return out, nil
 }
 

@@ -30,7 +30,8 @@ type searchAnswer struct {
 }
 
 // TestSearch_APIAndCLI: GET .../search finds a tool write with its trail
-// and lines, .../overview shows a folder's children with their L0s; bad
+// and lines, .../overview shows a folder's children with their L0s, and
+// the memory_search tool route answers both as a tool does; bad
 // input answers 400 with a JSON error and writes nothing; the CLI prints
 // the same through the daemon and, once it is stopped, from disk.
 func TestSearch_APIAndCLI(t *testing.T) {
@@ -54,6 +55,36 @@ func TestSearch_APIAndCLI(t *testing.T) {
 		t.Fatalf("overview %d %q", code, o.Text)
 	}
 	head := git(t, memDir(home, "se"), "rev-parse", "HEAD")
+	// The memory_search tool beside the memory tool: the same hits and
+	// overview, in the memory route's answer shape; bad input is a tool
+	// error (400), and nothing is written.
+	type toolAnswer struct {
+		Content string          `json:"content"`
+		IsError bool            `json:"is_error"`
+		Result  json.RawMessage `json:"result"`
+	}
+	var ta toolAnswer
+	if code, err := p.call("POST", "/v1/agents/se/memory_search", `{"query":"kubectl rollout","limit":5}`, &ta); err != nil || code != 200 || ta.IsError ||
+		!strings.Contains(ta.Content, "/memories/projects/deploy.md  How we deploy") || !strings.Contains(ta.Content, "4\tRun the kubectl rollout.") {
+		t.Fatalf("memory_search: %d %v %+v", code, err, ta)
+	}
+	var viaTool searchAnswer
+	if err := json.Unmarshal(ta.Result, &viaTool); err != nil || len(viaTool.Hits) != 1 || viaTool.Hits[0].Path != "projects/deploy.md" || viaTool.Hits[0].Trail[0].Folder != "projects" {
+		t.Fatalf("memory_search result: %v %s", err, ta.Result)
+	}
+	if code, _ := p.call("POST", "/v1/agents/se/memory_search", `{"folder":"/memories/projects"}`, &ta); code != 200 || ta.IsError || ta.Content != o.Text {
+		t.Fatalf("memory_search folder: %d %+v, want %q", code, ta, o.Text)
+	}
+	for _, bad := range []string{`{"query":"a","folder":"projects"}`, `{"query":"a","regex":true}`, `{"query":""}`, `{"query":"a","limit":1000}`,
+		`{"folder":"/memories/../etc"}`, `{"folder":"nowhere"}`, `not json`, `{"query":"a"} {"query":"b"}`, `{"query":"` + strings.Repeat("x", 1001) + `"}`} {
+		ta = toolAnswer{}
+		if code, err := p.call("POST", "/v1/agents/se/memory_search", bad, &ta); err != nil || code != 400 || !ta.IsError || ta.Content == "" {
+			t.Fatalf("memory_search %.40s: %d %v %+v", bad, code, err, ta)
+		}
+	}
+	if code, _ := p.call("POST", "/v1/agents/se/memory_search?shared=nope", `{"query":"a"}`, &ta); code != 404 || !ta.IsError || !strings.Contains(ta.Content, "nope") {
+		t.Fatalf("memory_search unknown shared: %d %+v", code, ta)
+	}
 	for _, bad := range []string{"", "q=", "q=" + url.QueryEscape("\xff"), "q=" + strings.Repeat("x", 1001), "q=a&limit=0", "q=a&limit=x"} {
 		var e searchAnswer
 		if code, err := p.get("/v1/agents/se/search?"+bad, &e); err != nil || code != 400 || e.Error == "" {
@@ -77,6 +108,9 @@ func TestSearch_APIAndCLI(t *testing.T) {
 	}
 	if code, _ := p.get("/v1/agents/se/search?q=pager+rotation&shared=team", &s); code != 200 || len(s.Hits) != 1 || s.Hits[0].Path != "ops/oncall.md" {
 		t.Fatalf("shared search: %d %+v", code, s)
+	}
+	if code, _ := p.call("POST", "/v1/agents/se/memory_search?shared=team", `{"query":"pager rotation"}`, &ta); code != 200 || !strings.Contains(ta.Content, "/memories/ops/oncall.md") {
+		t.Fatalf("memory_search shared: %d %+v", code, ta)
 	}
 	if code, _ := p.get("/v1/agents/se/search?q=pager+rotation", &s); code != 200 || len(s.Hits) != 0 {
 		t.Fatalf("own search found the shared file: %d %+v", code, s)
