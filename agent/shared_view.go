@@ -59,6 +59,9 @@ type view struct {
 	busy sync.Mutex
 	tree *worktree.Dir
 	rec  viewRecord
+	// refreshed: files memfsd replaced with the tip's version since the
+	// agent last wrote them, with the version before (in memory only).
+	refreshed map[string]refreshedFile
 
 	// Under the unit's viewMu.
 	write   WritePolicy

@@ -140,6 +140,67 @@ func TestSharedView_RenameUnderTheLeaseKeepsTheOtherAgentsEdit(t *testing.T) {
 	})
 }
 
+// The agent's writer reads a view file, writes its new version to a
+// temporary file, and renames it over the name (sed > tmp && mv, an
+// editor); between its write and its rename the unit copies another
+// agent's edit into the file (in place, nothing holding it open). The
+// rename then puts a version made from the file before the edit on top.
+// Merged against what the view was given last (the edited version), the
+// agent's write would undo the other agent's edit (TestShared_
+// ViewWritesByPolicy lost v1's "line 4" this way, 2 runs of 6 under
+// load); its bytes were written before the unit's, so it is merged
+// against the version before: both edits stay.
+func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) {
+	t.Parallel()
+	const given = "top 0\n\nThe agent's lines:\n"
+	u, clone, view := sharedUnitWithView(t, map[string]string{"f.md": given}, func(string) {})
+	tmp := filepath.Join(filepath.Dir(view), ".edit.tmp")
+	if err := os.WriteFile(tmp, []byte(given+"agent-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the file system's clock moves on (it ticks in milliseconds)
+	oldStr, newStr := "top 0\n", "top 1\n"
+	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", agent.WriteAllow)
+	if err != nil || res.IsError {
+		t.Fatalf("o's edit: %v %s", err, res.Content)
+	}
+	poll(t, 20*time.Second, "o's edit copied into w's view", func() bool {
+		data, _ := os.ReadFile(filepath.Join(view, "f.md"))
+		return string(data) == "top 1\n\nThe agent's lines:\n"
+	})
+	if err := os.Rename(tmp, filepath.Join(view, "f.md")); err != nil {
+		t.Fatal(err)
+	}
+	u.ViewChanged("w", "f.md") // the watcher's event for the rename
+	var tip string
+	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
+		tip = git(t, clone, "show", "HEAD:f.md")
+		return strings.Contains(tip, "agent-0")
+	})
+	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
+		t.Fatalf("shared f.md = %q, want %q: w's write undid o's edit", tip, want)
+	}
+	// A later write of the agent's, made from the merged version, is
+	// merged against that version as before: its deletion of o's line
+	// stands.
+	poll(t, 20*time.Second, "w's view brought to the merge", func() bool {
+		data, _ := os.ReadFile(filepath.Join(view, "f.md"))
+		return string(data) == tip+"\n"
+	})
+	time.Sleep(50 * time.Millisecond)
+	if err := os.WriteFile(filepath.Join(view, "f.md"), []byte("top 2\n\nThe agent's lines:\nagent-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u.ViewChanged("w", "f.md")
+	poll(t, 20*time.Second, "w's second write on the shared branch", func() bool {
+		tip = git(t, clone, "show", "HEAD:f.md")
+		return strings.Contains(tip, "top 2")
+	})
+	if want := "top 2\n\nThe agent's lines:\nagent-0"; tip != want {
+		t.Fatalf("shared f.md = %q, want %q", tip, want)
+	}
+}
+
 // The same rename, landing while the unit holds the lease to remove a
 // file another agent deleted: before the fix the unit removed whatever
 // stood at the name, the agent's new file with it, and its line was lost

@@ -26,8 +26,9 @@ const viewLeaseWait = 200 * time.Millisecond
 // write lease, read, compare and written in place; without one, swapped
 // in by rename-exchange and an agent's write it displaced put back.
 // leased, when set (tests only), runs under the lease once the file is
-// compared, before it is written or removed.
-func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, present bool, leased func()) (bool, error) {
+// compared, before it is written or removed. wrote, when the file was
+// written in place, gets the modification time the write left on it.
+func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, present bool, leased func(), wrote *time.Time) (bool, error) {
 	if got == "" {
 		if !present {
 			return true, nil
@@ -67,6 +68,7 @@ func replaceViewFile(wt *worktree.Dir, rel, got string, cur, data []byte, presen
 		if !sameInode(wt, rel, st) {
 			return false, nil // the agent's file stands: taken next
 		}
+		*wrote = time.Unix(st.Mtim.Unix())
 		return true, nil
 	}
 	if !errors.Is(err, worktree.ErrNoLease) && !errors.Is(err, worktree.ErrBusy) && !errors.Is(err, worktree.ErrNotOwner) && !errors.Is(err, worktree.ErrNotFile) {

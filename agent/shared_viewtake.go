@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -21,7 +22,8 @@ type viewChange struct {
 	path    string
 	data    []byte // nil when deleted
 	present bool
-	hash    string // blob id, "" when deleted
+	hash    string    // blob id, "" when deleted
+	written time.Time // the file's modification time (zero when deleted)
 }
 
 // blobID is data's git blob id as the records keep it ("" when absent).
@@ -62,6 +64,9 @@ func (a *Agent) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []
 				continue // nothing of the agent's is taken through a link
 			}
 			c.data, c.present = f.Data, true
+			if f.Stat != nil {
+				c.written = time.Unix(f.Stat.Mtim.Unix())
+			}
 		}
 		c.hash = blobID(c.data, c.present)
 		if c.hash == v.rec.Files[p] || (c.hash != "" && (c.hash == v.rec.Proposed[p] || c.hash == v.rec.Held[p])) {
@@ -130,6 +135,9 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 				if base, err = a.viewBase(repo, v, h); err != nil {
 					return fmt.Errorf("read %s as the view had it: %w", c.path, err)
 				}
+			}
+			if older, ok := a.writtenBeforeRefresh(repo, v, c); ok {
+				base = older
 			}
 			out, conflict := c.data, []byte(nil)
 			switch {
@@ -412,7 +420,8 @@ func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, file
 				data = []byte{}
 			}
 		}
-		ok, err := replaceViewFile(v.tree, p, got, curData, data, w != "", a.viewLeased)
+		var wrote time.Time
+		ok, err := replaceViewFile(v.tree, p, got, curData, data, w != "", a.viewLeased, &wrote)
 		if err != nil {
 			firstErr = cmpErr(firstErr, fmt.Errorf("copy %s into view %s: %w", p, v.id, err))
 			continue
@@ -420,6 +429,9 @@ func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, file
 		if !ok {
 			again = append(again, p)
 			continue
+		}
+		if have != "" && !wrote.IsZero() {
+			v.refreshed = setRefreshed(v.refreshed, p, refreshedFile{prev: have, wrote: wrote})
 		}
 		setFile(&v.rec, p, w)
 		delete(v.rec.Proposed, p)
@@ -435,9 +447,52 @@ func cmpErr(first, err error) error {
 	return err
 }
 
+// refreshedFile is a view file memfsd replaced in place with the tip's
+// version: the version it held before (prev, a blob id) and the
+// modification time memfsd's write left on it (the file system's own
+// clock, the one an agent's write is stamped with).
+type refreshedFile struct {
+	prev  string
+	wrote time.Time
+}
+
+func setRefreshed(m map[string]refreshedFile, p string, r refreshedFile) map[string]refreshedFile {
+	if m == nil {
+		m = map[string]refreshedFile{}
+	}
+	m[p] = r
+	return m
+}
+
+// writtenBeforeRefresh is the base of change c when the agent wrote it
+// before memfsd last replaced the file with the tip's version: a program
+// that reads a file, then writes a new one and renames it over the name
+// (sed, an editor) may read the old version, memfsd put the tip's in
+// place, and the rename land on top. Its bytes were written before the
+// tip's version existed in the view, so they cannot have started from it:
+// merged against the version they did start from, the tip's changes (an
+// other agent's edit) stay, where against the tip's version they would be
+// undone. Only the file's modification time tells, strictly earlier than
+// memfsd's write's on the same clock (a tie is taken as after: the
+// file's base is what the view was given, as for any later write); an
+// agent that sets it back only merges its own write against an older
+// base.
+func (a *Agent) writtenBeforeRefresh(repo *gitmem.Repo, v *view, c viewChange) ([]byte, bool) {
+	r, ok := v.refreshed[c.path]
+	if !ok || !c.present || c.written.IsZero() || !c.written.Before(r.wrote) {
+		return nil, false
+	}
+	data, err := a.viewBase(repo, v, r.prev)
+	if err != nil {
+		return nil, false // the view's base stands
+	}
+	return data, true
+}
+
 // viewGot records that view v holds the agent's change c, kept as the
 // base of a later merge.
 func (a *Agent) viewGot(v *view, c viewChange) {
+	delete(v.refreshed, c.path)
 	if c.present {
 		if err := a.keepViewBase(v, c.hash, c.data); err != nil {
 			a.log.Warn("keeping a view's base failed; a later merge of the file keeps both versions", "view", v.id, "path", c.path, "err", err)

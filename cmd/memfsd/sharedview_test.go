@@ -99,6 +99,15 @@ func TestShared_ViewWritesByPolicy(t *testing.T) {
 	shell(t, view("v4"), `printf 'overwritten by v4\n' > README.md`)
 
 	want := "line one\nline 2\nline 3\nline 4\n"
+	defer func() {
+		if t.Failed() {
+			for _, id := range []string{"v1", "v2", "v3", "v4"} {
+				t.Logf("DIAG %s plan=%q notes=%q", id, readView(home, id, "team", "plan.md"), readView(home, id, "team", "notes/v1.md"))
+			}
+			t.Logf("DIAG bare log:\n%s", git(t, srv.SharedRepoDir("team"), "log", "--all", "--format=%h %an %s %d"))
+			t.Logf("DIAG bare plan: %s", git(t, srv.SharedRepoDir("team"), "show", "main:plan.md"))
+		}
+	}()
 	for _, id := range []string{"v1", "v2", "v3", "v4"} {
 		waitFor(t, 20*time.Second, id+"'s view merged", func() bool {
 			return readView(home, id, "team", "plan.md") == want && readView(home, id, "team", "notes/v1.md") == "from v1\n"
