@@ -272,17 +272,23 @@ func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
 	p := startDaemon(t, srv, home, "--agent", "lim")
 	dir := memDir(home, "lim")
 	f := filepath.Join(dir, "notes.md")
-	os.WriteFile(f, []byte("---\ndescription: short notes\nlimit: 10\n---\n"+strings.Repeat("x", 25)+"\n"), 0o600)
-	waitFor(t, 10*time.Second, "committed", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: create notes.md" })
-	r := p.reminders("lim")
-	if !r.has("limit_exceeded") || !strings.Contains(r.Text, "/memories/notes.md (26 characters, limit 10)") {
+	long := "---\ndescription: short notes\nlimit: 10\n---\n" + strings.Repeat("x", 25) + "\n"
+	os.WriteFile(f, []byte(long), 0o600)
+	// os.WriteFile truncates, then writes: on a loaded machine the empty
+	// file may settle and be committed first (then an update follows).
+	committed := func(content string) func() bool {
+		return func() bool { out, err := gitTry(dir, "show", "HEAD:notes.md"); return err == nil && out+"\n" == content }
+	}
+	waitFor(t, 10*time.Second, "the long notes committed", committed(long))
+	var r remindersAnswer
+	waitFor(t, 10*time.Second, "limit_exceeded", func() bool { r = p.reminders("lim"); return r.has("limit_exceeded") })
+	if !strings.Contains(r.Text, "/memories/notes.md (26 characters, limit 10)") {
 		t.Fatalf("reminders = %+v", r)
 	}
-	os.WriteFile(f, []byte("---\ndescription: short notes\nlimit: 10\n---\nshort\n"), 0o600)
-	waitFor(t, 10*time.Second, "committed short", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: update notes.md" })
-	if r := p.reminders("lim"); r.has("limit_exceeded") {
-		t.Fatalf("limit_exceeded after shortening: %+v", r)
-	}
+	short := "---\ndescription: short notes\nlimit: 10\n---\nshort\n"
+	os.WriteFile(f, []byte(short), 0o600)
+	waitFor(t, 10*time.Second, "the short notes committed", committed(short))
+	waitFor(t, 10*time.Second, "limit_exceeded gone after shortening", func() bool { return !p.reminders("lim").has("limit_exceeded") })
 }
 
 func TestSurface_Context(t *testing.T) {
