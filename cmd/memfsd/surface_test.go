@@ -277,7 +277,10 @@ func TestSurface_LimitExceededByADirectWrite(t *testing.T) {
 	// os.WriteFile truncates, then writes: on a loaded machine the empty
 	// file may settle and be committed first (then an update follows).
 	committed := func(content string) func() bool {
-		return func() bool { out, err := gitTry(dir, "show", "HEAD:notes.md"); return err == nil && out+"\n" == content }
+		return func() bool {
+			out, err := gitTry(dir, "show", "HEAD:notes.md")
+			return err == nil && out+"\n" == content
+		}
 	}
 	waitFor(t, 10*time.Second, "the long notes committed", committed(long))
 	var r remindersAnswer
