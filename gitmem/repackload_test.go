@@ -23,7 +23,7 @@ func TestRepo_RepackNoStallOnBusyHost(t *testing.T) {
 	srv := gitserver.New(t, testToken)
 	r := mustClone(t, srv, "busy")
 	commitN(t, r, 0, 300)
-	for i := 0; i < 2*runtime.NumCPU(); i++ { // the host's other programs
+	for i := 0; i < runtime.NumCPU(); i++ { // the host's other programs: one per CPU
 		hog := exec.Command("sh", "-c", "while :; do :; done")
 		if err := hog.Start(); err != nil {
 			t.Fatal(err)

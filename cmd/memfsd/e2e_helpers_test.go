@@ -133,7 +133,7 @@ func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...stri
 	}
 	sock := filepath.Join(home, "memfsd.sock")
 	p.admin = unixClient(filepath.Join(home, "admin.sock"))
-	p.api = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+	p.api = &http.Client{Timeout: clientTimeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
@@ -151,8 +151,14 @@ func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...stri
 	return p
 }
 
+// clientTimeout bounds a test's request to a daemon. It outlasts the
+// longest server-side wait a test asks for (a turn's ?wait=60s answers
+// "delayed" at 60 s): with the two equal, a turn under load 28 was cut
+// by the client just before its answer (TestChaos, a fresh-clone run).
+const clientTimeout = 120 * time.Second
+
 func unixClient(sock string) *http.Client {
-	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+	return &http.Client{Timeout: clientTimeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)

@@ -153,7 +153,13 @@ func TestRun_KillNineLosesNothing(t *testing.T) {
 	p = startDaemon(t, srv, home, "--agent", "k9")
 	want = append(want, "during-push.md")
 	os.WriteFile(filepath.Join(dir, "during-push.md"), []byte("x\n"), 0o600)
-	waitFor(t, 10*time.Second, "commit", func() bool { return git(t, dir, "log", "-1", "--format=%s") == "memory: create during-push.md" })
+	// The restarted daemon commits the burst's 149 uncommitted files and
+	// this one, in whatever order they settle: wait for this one in HEAD,
+	// not for it to be the last commit.
+	waitFor(t, 60*time.Second, "during-push.md committed", func() bool {
+		_, err := gitTry(dir, "cat-file", "-e", "HEAD:during-push.md")
+		return err == nil
+	})
 	slow := srv.AddFault(&gitserver.Fault{Match: "POST /v1/git/k9/state.git/git-receive-pack", Count: 1, Delay: 2 * time.Second})
 	go p.call("POST", "/v1/agents/k9/turn?wait=60s", "", nil)
 	waitFor(t, 20*time.Second, "push in flight", func() bool { return slow.Hits.Load() == 1 })
