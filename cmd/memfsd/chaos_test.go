@@ -26,11 +26,11 @@ import (
 // (chaosWriterScripts); the memory tool, direct writes and the person edit
 // their files in the other folder, so pulls replace them while they are
 // being written, and every line they wrote must be in the remote's history.
-// MEMFSD_CHAOS_WRITES sets the number of operations (default 100 in the
+// MEMFSD_CHAOS_WRITES sets the number of operations (default 60 in the
 // suite, 1,500 in scripts/soak.sh; scripts/chaos.sh runs 6,400).
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	writes := soak.Int(100, 1500)
+	writes := soak.Int(60, 1500)
 	if v := os.Getenv("MEMFSD_CHAOS_WRITES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
