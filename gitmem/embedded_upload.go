@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/memfsd/memfsd/gitstore"
 )
 
@@ -49,6 +51,36 @@ type rereadUploadPack struct {
 	fresh                       func() (transport.UploadPackSession, error)
 }
 
+// AdvertisedReferences lists the refs, read again while git's lock
+// protocol shows a ref file empty (a git gc's pack-refs beside us).
+func (s *rereadUploadPack) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s *rereadUploadPack) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	var err error
+	for try := 0; try < embeddedUploadTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(20<<try) * time.Millisecond):
+			}
+		}
+		var refs *packp.AdvRefs
+		if refs, err = s.UploadPackSession.AdvertisedReferencesContext(ctx); !errors.Is(err, dotgit.ErrEmptyRefFile) {
+			return refs, err
+		}
+	}
+	return nil, fmt.Errorf("read embedded remote %s: %w (a ref stayed empty; is a git gc looping on it?)", s.dir, err)
+}
+
+// transientUpload is an upload failure a git gc beside the read causes
+// (packs replaced, a ref file caught empty): the upload is done again.
+func transientUpload(err error) bool {
+	return gitstore.StalePacks(err) || errors.Is(err, dotgit.ErrEmptyRefFile)
+}
+
 func (s *rereadUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
 	haves := slices.Clone(req.Haves)
 	var err error
@@ -71,7 +103,7 @@ func (s *rereadUploadPack) UploadPack(ctx context.Context, req *packp.UploadPack
 		if try > 0 {
 			_ = sess.Close()
 		}
-		if err == nil || !gitstore.StalePacks(err) {
+		if err == nil || !transientUpload(err) {
 			return resp, err
 		}
 	}

@@ -90,11 +90,11 @@ func runWritersDuringPulls(t *testing.T, kind string) {
 	deadline := time.Now().Add(writersSeconds())
 	turns := 0
 	// At least this many remote commits reach the daemon while the agent
-	// writes: 30 in a soak, 10 in the suite (each a pull that replaces f.md
+	// writes: 15 in a soak, 10 in the suite (each a pull that replaces f.md
 	// under the writer). The turn is waited for to its end (a turn that
 	// answered "delayed" would go on pushing, and the peer's next push
 	// would race it).
-	minPushed := soak.Int(10, 30)
+	minPushed := soak.Int(10, 15)
 	pushed := 0
 	for n := 1; time.Now().Before(deadline) || pushed < minPushed; n++ {
 		if time.Since(deadline) > 5*time.Minute {
