@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/memfsd/memfsd/gitstore"
 )
@@ -26,9 +27,19 @@ func (r *Repo) claim() error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		r.soleOwner = true
-		r.clearDeadLocks()
+	// A few tries: between a fork and its exec, a child of this process
+	// (a git command another goroutine runs) holds every descriptor,
+	// another Repo's shared lock with them, for a moment that a loaded
+	// machine stretches (a torn replace was left unfinished once so).
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(1<<try) * time.Millisecond) // 2 … 16 ms, 30 ms in all
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			r.soleOwner = true
+			r.clearDeadLocks()
+			break
+		}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
 		f.Close()
