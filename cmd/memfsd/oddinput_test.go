@@ -70,7 +70,7 @@ func TestOddInput_FullDiskFailsOneFileOnly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "after.md"), []byte("small note\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "after.md committed while fill.bin cannot be", func() bool {
+	waitFor(t, 60*time.Second, "after.md committed while fill.bin cannot be", func() bool { // 20 s was too short once at load 28
 		_, err := gitTry(dir, "cat-file", "-e", "HEAD:after.md")
 		return err == nil
 	})

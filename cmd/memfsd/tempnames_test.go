@@ -71,7 +71,13 @@ func TestRun_AgentCommitsMemfsdTmpName(t *testing.T) {
 			t.Fatalf("git commit: %v\n%s", err, out)
 		}
 	}
-	p.turn("tc")
+	// The plumbing's person-git signs hold memfsd's sync up to 1 s, and a
+	// turn on a loaded machine may answer before the push: turn again.
+	waitFor(t, 60*time.Second, ".memfsd-tmp-evil pushed", func() bool {
+		p.turn("tc")
+		_, err := gitTry(srv.RepoDir("tc"), "cat-file", "-e", "main:.memfsd-tmp-evil")
+		return err == nil
+	})
 	if got := git(t, srv.RepoDir("tc"), "show", "main:.memfsd-tmp-evil"); got != "mine" {
 		t.Fatalf(".memfsd-tmp-evil on the remote: %q", got)
 	}
