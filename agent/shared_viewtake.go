@@ -130,14 +130,11 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 			if err != nil {
 				return err
 			}
-			var base []byte
-			if h := v.rec.Files[c.path]; h != "" {
+			base, older := a.writtenBeforeRefresh(repo, v, c)
+			if h := v.rec.Files[c.path]; h != "" && !older {
 				if base, err = a.viewBase(repo, v, h); err != nil {
 					return fmt.Errorf("read %s as the view had it: %w", c.path, err)
 				}
-			}
-			if older, ok := a.writtenBeforeRefresh(repo, v, c); ok {
-				base = older
 			}
 			out, conflict := c.data, []byte(nil)
 			switch {
@@ -431,7 +428,7 @@ func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, file
 			continue
 		}
 		if have != "" && !wrote.IsZero() {
-			v.refreshed = setRefreshed(v.refreshed, p, refreshedFile{prev: have, wrote: wrote})
+			v.refreshed = setKey(v.refreshed, p, refreshedFile{prev: have, wrote: wrote})
 		}
 		setFile(&v.rec, p, w)
 		delete(v.rec.Proposed, p)
@@ -454,14 +451,6 @@ func cmpErr(first, err error) error {
 type refreshedFile struct {
 	prev  string
 	wrote time.Time
-}
-
-func setRefreshed(m map[string]refreshedFile, p string, r refreshedFile) map[string]refreshedFile {
-	if m == nil {
-		m = map[string]refreshedFile{}
-	}
-	m[p] = r
-	return m
 }
 
 // writtenBeforeRefresh is the base of change c when the agent wrote it
@@ -510,9 +499,9 @@ func setFile(rec *viewRecord, p, h string) {
 	rec.Files[p] = h
 }
 
-func setKey(m map[string]string, k, v string) map[string]string {
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
 	if m == nil {
-		m = map[string]string{}
+		m = map[string]V{}
 	}
 	m[k] = v
 	return m
