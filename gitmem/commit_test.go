@@ -125,6 +125,35 @@ func TestRepo_CommitWrite_RacyGit(t *testing.T) {
 	}
 }
 
+// A commit killed between the branch's move and the index's write leaves a
+// file as HEAD has it but missing from the index (git status: "D " and "??"
+// for the same path; TestRepo_RepackKilled met it). The next scan puts the
+// entry back: nothing for memfsd to commit, and a person's git commit would
+// otherwise record the file's deletion.
+func TestRepo_ScanPutsBackAnIndexEntryHEADHas(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, testToken)
+	r := mustClone(t, srv, "drift")
+	writeFile(t, r.Dir, "a.md", "aaaa\n")
+	writeFile(t, r.Dir, "b.md", "bbbb\n")
+	if _, err := r.CommitWrite([]string{"a.md", "b.md"}, "memory: two"); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.Dir, "update-index", "--force-remove", "a.md")
+	git(t, r.Dir, "update-index", "--cacheinfo", "100644,"+git(t, r.Dir, "hash-object", "-w", "--stdin", "--path=x")+",b.md")
+	if st := git(t, r.Dir, "status", "--porcelain"); !strings.Contains(st, "D  a.md") || !strings.Contains(st, "?? a.md") || !strings.Contains(st, "M b.md") {
+		t.Fatalf("set-up: git status = %q", st)
+	}
+	d, err := r.DirtyPaths()
+	if err != nil || len(d) != 0 {
+		t.Fatalf("DirtyPaths = %v %v, want none (the files are as HEAD has them)", d, err)
+	}
+	if st := git(t, r.Dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status after the scan = %q, want clean", st)
+	}
+	git(t, r.Dir, "fsck", "--strict")
+}
+
 func TestRepo_CommitWrite_RefusesBadPaths(t *testing.T) {
 	t.Parallel()
 	srv := gitserver.New(t, testToken)

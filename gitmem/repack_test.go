@@ -195,7 +195,8 @@ func TestRepo_RepackKilled(t *testing.T) {
 		git(t, r.Dir, "fsck", "--strict")
 		// A kill between the branch's move and the index's leaves the
 		// last file committed but out of the index ("D " and "??" for the
-		// same path; the next commit puts it back): nothing is lost. A
+		// same path; the next scan puts it back,
+		// TestRepo_ScanPutsBackAnIndexEntryHEADHas): nothing is lost. A
 		// file gone from the work tree would be.
 		st := git(t, r.Dir, "status", "--porcelain")
 		for _, l := range strings.Split(st, "\n") {

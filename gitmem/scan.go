@@ -151,8 +151,15 @@ func (r *Repo) scanWork() (WorkScan, error) {
 			if err != nil {
 				return err
 			}
-			if e, ok := ix.Lookup(rel); ok && !fromIndex && e.Hash == h && e.Mode == mode {
+			ie, inIndex := ix.Lookup(rel)
+			switch {
+			case inIndex && !fromIndex && ie.Hash == h && ie.Mode == mode:
 				stale = append(stale, rel) // same content, stale stat: refresh below
+			case isTracked && h == entry.Hash && mode == entry.Mode && (!inIndex || ie.Hash != h || ie.Mode != mode):
+				// The file is as HEAD has it but the index says otherwise
+				// (a commit killed between the branch's move and the
+				// index's write): git would show "D " and "??" for it.
+				stale = append(stale, rel)
 			}
 			switch {
 			case !isTracked:
@@ -173,7 +180,7 @@ func (r *Repo) scanWork() (WorkScan, error) {
 	}
 	slices.SortFunc(dirty, func(a, b DirtyPath) int { return strings.Compare(a.Path, b.Path) })
 	if len(stale) > 0 {
-		r.refreshIndex(stale)
+		r.refreshIndex(stale, tracked)
 	}
 	sc.Dirty = dirty
 	return sc, nil
@@ -181,8 +188,10 @@ func (r *Repo) scanWork() (WorkScan, error) {
 
 // refreshIndex records the current stat of files whose content matches
 // their index entry, as `git status` does, so the next scan need not read
-// them again. It is an optimisation: when the index is locked it is skipped.
-func (r *Repo) refreshIndex(paths []string) {
+// them again, and puts back the entry of a file whose content matches HEAD's
+// (head) when the index lost or changed it. When the index is locked it is
+// skipped (the next scan tries again).
+func (r *Repo) refreshIndex(paths []string, head map[string]object.TreeEntry) {
 	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), 0, r.spares)
 	if err != nil {
 		return
@@ -195,19 +204,27 @@ func (r *Repo) refreshIndex(paths []string) {
 	now := time.Now().Unix()
 	changed := 0
 	for _, p := range paths {
-		e, ok := ix.Lookup(p)
-		if !ok {
-			continue
-		}
 		f, err := r.readWorkFile(p)
-		if err != nil || f == nil || f.st == nil || f.st.Mtim.Sec >= now {
-			continue // gone, or racy: leave it to be checked again
+		if err != nil || f == nil || f.st == nil {
+			continue // gone: leave it to be checked again
 		}
-		if blobHash(f.data) != e.Hash || f.mode != e.Mode {
+		h := blobHash(f.data)
+		if e, ok := ix.Lookup(p); ok && h == e.Hash && f.mode == e.Mode {
+			if f.st.Mtim.Sec >= now {
+				continue // racy: leave it to be checked again
+			}
+			ix.Set(p, e.Hash, e.Mode, f.st)
+			changed++
 			continue
 		}
-		ix.Set(p, e.Hash, e.Mode, f.st)
-		changed++
+		if te, ok := head[p]; ok && h == te.Hash && f.mode == te.Mode {
+			st := f.st
+			if st.Mtim.Sec >= now {
+				st = nil // racy: no stat, so git compares the content
+			}
+			ix.Set(p, te.Hash, te.Mode, st)
+			changed++
+		}
 	}
 	if changed == 0 {
 		return
