@@ -67,8 +67,9 @@ on history && soak history-context 10m ./agent/ '^TestContext_BudgetsAndCache$'
 on blockset && soak blockset 10m ./cmd/memfsd/ '^TestBlockSet_AtOnceAfterHealthz$'
 # One agent's .git made hostile (a ref loop, FIFOs) for 60 s while the
 # other agent writes, and the seeded fuzz of that .git for 4 minutes (10 once the memory drift it found is shown to level off)
-# (MEMFSD_WALLS_SEED replays a seed).
-on walls && soak walls 15m ./cmd/memfsd/ '^TestWalls_'
+# (MEMFSD_WALLS_SEED replays a seed), and 30 s of tool calls while the agent's
+# shell swaps a folder for a link to memfsd's home (the suite: 4 s).
+on walls && soak walls 15m ./cmd/memfsd/ '^(TestWalls_.*|TestTool_SymlinkSwapThroughTheDaemon)$'
 # The fuzzers, each for $FUZZTIME.
 if on fuzz; then
   soak fuzz-resolve 5m ./memtool/ '^$' -fuzz '^FuzzResolve$' -fuzztime "$FUZZTIME"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/soak"
 )
 
 // homeSnapshot is every file under the agent's home (memfsd's own folder,
@@ -106,7 +107,10 @@ func TestTool_SymlinkSwapThroughTheDaemon(t *testing.T) {
 
 	var calls, refused, leaked int
 	var leakedSample string
-	deadline := time.Now().Add(10 * time.Second)
+	// 4 s in the suite (the shell's loop takes a CPU while it runs; the
+	// in-process TestTool_SymlinkSwapNeverEscapes makes thousands of calls),
+	// 30 s in the walls soak.
+	deadline := time.Now().Add(soak.Duration(4*time.Second, 30*time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		for _, in := range []map[string]any{
 			{"command": "create", "path": fmt.Sprintf("/memories/notes/c-%d.md", i), "file_text": "created\n"},

@@ -90,12 +90,12 @@ func runWritersDuringPulls(t *testing.T, kind string) {
 	deadline := time.Now().Add(writersSeconds())
 	turns := 0
 	// At least this many remote commits reach the daemon while the agent
-	// writes: 15 in a soak, 10 in the suite (each a pull that replaces f.md
+	// writes: 15 in a soak, 6 in the suite (each a pull that replaces f.md
 	// under the writer). A turn that answers "delayed" goes on in the
 	// background and may make the peer's next push lose a race; waiting
 	// for each turn to its end got fewer commits in the soak's time (16-23
 	// against 26-28), so the wait stays 10 s.
-	minPushed := soak.Int(10, 15)
+	minPushed := soak.Int(6, 15)
 	pushed := 0
 	for n := 1; time.Now().Before(deadline) || pushed < minPushed; n++ {
 		if time.Since(deadline) > 5*time.Minute {
