@@ -6,7 +6,7 @@
 #   scripts/soak.sh              # everything (about 22 minutes on 2 cores)
 #   scripts/soak.sh chaos fuzz   # some of them, by name
 #   FUZZTIME=2m scripts/soak.sh fuzz
-# Names: chaos writers scale gitmem history blockset walls fuzz. The whole output of each is
+# Names: chaos writers scale gitmem history blockset walls e2e-race fuzz. The whole output of each is
 # kept in $LOGDIR (default ${TMPDIR:-/tmp}/memfsd-soak).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +70,11 @@ on blockset && soak blockset 10m ./cmd/memfsd/ '^TestBlockSet_AtOnceAfterHealthz
 # (MEMFSD_WALLS_SEED replays a seed), and 30 s of tool calls while the agent's
 # shell swaps a folder for a link to memfsd's home (the suite: 4 s).
 on walls && soak walls 15m ./cmd/memfsd/ '^(TestWalls_.*|TestTool_SymlinkSwapThroughTheDaemon)$'
+# The end-to-end package again, at the suite's lengths, with the daemon built
+# under the race detector (the suite runs the binary people deploy: see
+# raceDaemon in cmd/memfsd/e2e_helpers_test.go; the soaks above build it
+# with -race too).
+on e2e-race && MEMFSD_SOAK=0 MEMFSD_RACE_DAEMON=1 soak e2e-race 15m ./cmd/memfsd/ '.'
 # The fuzzers, each for $FUZZTIME.
 if on fuzz; then
   soak fuzz-resolve 5m ./memtool/ '^$' -fuzz '^FuzzResolve$' -fuzztime "$FUZZTIME"
