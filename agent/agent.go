@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
@@ -405,7 +406,7 @@ func (a *Agent) remote() gitmem.Remote {
 	r := a.cfg.remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, gitmem.EmbeddedScheme+"://") {
+		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, embedded.Scheme+"://") {
 			r.Auth = a.cfg.authFor()
 		}
 	}

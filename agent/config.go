@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
@@ -308,7 +309,7 @@ func (c *Config) RemoteURL(id string) string {
 		return strings.ReplaceAll(c.RemoteTemplate, agentPlaceholder, id)
 	}
 	if c.BaseURL == "" {
-		return gitmem.EmbeddedURL(filepath.Join(c.Home, "remote", "v1", "git", id, "state.git"))
+		return embedded.URL(filepath.Join(c.Home, "remote", "v1", "git", id, "state.git"))
 	}
 	return c.BaseURL + "/v1/git/" + id + "/state.git"
 }

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/embedded"
 )
 
 // Shared memory repositories (letta-code's shared-memory): an operator
@@ -101,7 +101,7 @@ func (c *Config) DefaultSharedURL(id, name string) (string, error) {
 	case c.RemoteTemplate != "":
 		return "", fmt.Errorf("shared %s: memfsd runs with --remote-template, which names one repository per agent: give the shared repository's URL (remote_url, or --remote)", name)
 	case c.BaseURL == "":
-		return gitmem.EmbeddedURL(filepath.Join(c.Home, "remote", "v1", "git", id, "repositories", name+".git")), nil
+		return embedded.URL(filepath.Join(c.Home, "remote", "v1", "git", id, "repositories", name+".git")), nil
 	}
 	return c.BaseURL + "/v1/git/" + id + "/repositories/" + url.PathEscape(name) + ".git", nil
 }
@@ -231,7 +231,7 @@ func readSharedRemote(cfg *Config, name string) string {
 // remote is validated (http(s), a host, no credentials or query), or an
 // embedded URL (the tests' and a server-less home's).
 func checkSharedURL(raw string) (string, error) {
-	if strings.HasPrefix(raw, gitmem.EmbeddedScheme+"://") {
+	if strings.HasPrefix(raw, embedded.Scheme+"://") {
 		return raw, nil
 	}
 	u, err := url.Parse(raw)

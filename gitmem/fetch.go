@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -94,12 +96,12 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 	})
 	// Network, and the pack's check and index: all without r.mu.
-	var pk *fetchedPack
+	var pk *gitstore.StagedPack
 	if !has {
 		if pk, err = r.downloadPack(ctx, sess, ar, tip, haves); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		defer pk.remove()
+		defer pk.Remove()
 	}
 	// Local: publish the pack (two renames), move the tracking ref.
 	r.mu.Lock()
@@ -256,4 +258,48 @@ func (r *Repo) Pull(ctx context.Context) (PullResult, error) {
 		return res, fmt.Errorf("pull: %w", ErrUnrelatedHistory)
 	}
 	return res, nil
+}
+
+// A fetch downloads its pack without the repo lock: the response is
+// streamed into a temporary file under objects/pack, checked and indexed
+// there, and only the two renames that publish it (and a re-read of the
+// pack list) happen under the lock.
+
+// downloadPack asks upload-pack for tip and writes the pack it sends into a
+// temporary file, then builds its index beside it. It touches neither the
+// object store nor go-git's storage, so it runs without mu. The pack is
+// never thin (go-git's transports filter thin-pack out of what they ask
+// for), so every delta base is inside the pack itself.
+func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, tip plumbing.Hash, haves []plumbing.Hash) (_ *gitstore.StagedPack, err error) {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	req.Wants = []plumbing.Hash{tip}
+	req.Haves = haves
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+
+	pk, err := gitstore.StagePack(ctx, filepath.Join(r.GitDir, "objects", "pack"), demuxSideband(req.Capabilities, resp), r.objs.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("download pack: %w", err)
+	}
+	return pk, nil
+}
+
+// installPack publishes a downloaded pack under its checksum name (pack
+// first, then the index that makes git see it), re-reads the pack list and
+// checks that tip arrived. With mu held.
+func (r *Repo) installPack(pk *gitstore.StagedPack, tip plumbing.Hash) error {
+	if err := pk.Publish(filepath.Join(r.GitDir, "objects", "pack"), r.objs.Sync); err != nil {
+		return err
+	}
+	r.st.ObjectStorage.Reindex()
+	if !r.objs.Has(tip) {
+		return fmt.Errorf("the remote's pack lacks its tip %s", gitstore.Short(tip))
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ var engineLayers = []struct {
 	{"git's formats", []string{"gitfmt/"}},
 	{"object store and refs", []string{"gitstore"}},
 	{"work tree", []string{"worktree"}},
+	{"embedded remote and history", []string{"embedded", "history"}},
 	{"repository", []string{"gitmem"}},
 }
 

@@ -191,7 +191,7 @@ var _ storer.DeltaObjectStorer = ctxObjects{}
 // the new pack is in place, so a stop loses nothing).
 func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plumbing.Hash) (string, error) {
 	packDir := filepath.Join(objDir, "pack")
-	pf, err := os.CreateTemp(packDir, repackTempPrefix)
+	pf, err := os.CreateTemp(packDir, gitstore.RepackTempPrefix)
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -73,7 +74,7 @@ func TestReconcile_RemoteHistoryReplaced(t *testing.T) {
 		open: func(t *testing.T) (*gitmem.Repo, string) {
 			bare := filepath.Join(t.TempDir(), "remote", "state.git")
 			dir := filepath.Join(t.TempDir(), "memory")
-			r, err := gitmem.Clone(ctx, dir, gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+			r, err := gitmem.Clone(ctx, dir, gitmem.Remote{URL: embedded.URL(bare)}, gitmem.Options{Author: testAuthor})
 			if err != nil {
 				t.Fatalf("clone: %v", err)
 			}
@@ -153,7 +154,7 @@ func TestReconcile_RemoteEmptied(t *testing.T) {
 		name: "Embedded",
 		open: func(t *testing.T) (*gitmem.Repo, string) {
 			bare := filepath.Join(t.TempDir(), "remote", "state.git")
-			r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+			r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: embedded.URL(bare)}, gitmem.Options{Author: testAuthor})
 			if err != nil {
 				t.Fatalf("clone: %v", err)
 			}

@@ -24,7 +24,7 @@ import (
 )
 
 // DefaultBranch is the branch memfsd keeps.
-const DefaultBranch = "main"
+const DefaultBranch = gitstore.DefaultBranch
 
 // RemoteName is the name of the remote in .git/config.
 const RemoteName = "origin"
@@ -199,7 +199,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	if err := gitstore.ClearStaleLocks(gitDir, gitstore.DefaultStaleLockAge, r.log); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	clearFetchLeftovers(gitDir, staleFetchAge)
+	gitstore.ClearPackLeftovers(gitDir, gitstore.StaleFetchAge)
 	gitstore.ClearWriteKeeps(gitDir)
 	r.probeLeases()
 	r.recoverLeftovers()

@@ -10,6 +10,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	// The embedded remote's memfsd:// scheme works wherever a Repo does.
+	_ "github.com/memfsd/memfsd/embedded"
 )
 
 // Defaults of HTTPTimeouts.

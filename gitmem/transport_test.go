@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/retry"
@@ -124,7 +125,7 @@ func TestInstallHTTPClient(t *testing.T) {
 		srv := gitserver.New(t, testToken)
 		r := mustClone(t, srv, "beside")
 		bare := filepath.Join(t.TempDir(), "remote", "state.git")
-		e, err := gitmem.Clone(context.Background(), filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+		e, err := gitmem.Clone(context.Background(), filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: embedded.URL(bare)}, gitmem.Options{Author: testAuthor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestInstallHTTPClient(t *testing.T) {
 			defer close(done)
 			for i := 0; i < 20; i++ {
 				gitmem.InstallHTTPClient(gitmem.DefaultHTTPTimeouts())
-				_ = gitmem.EmbeddedURL(bare)
+				_ = embedded.URL(bare)
 			}
 		}()
 		for i := 0; i < 5; i++ {

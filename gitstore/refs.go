@@ -15,6 +15,10 @@ import (
 	"github.com/memfsd/memfsd/gitfmt/codec"
 )
 
+// DefaultBranch is the branch memfsd keeps (and an embedded remote's HEAD
+// names).
+const DefaultBranch = "main"
+
 // ErrRefMoved is returned by a compare-and-swap on a ref that someone else
 // moved in the meantime.
 var ErrRefMoved = errors.New("ref moved by another writer")

@@ -57,7 +57,8 @@ on scale && soak scale 10m ./cmd/memfsd/ '^(TestRun_ThousandFilesThousandCommits
 # geometric repacks, git gc beside five fetches of a 1,000-commit history,
 # 15 pushes each side beside git pack-refs and gc, a clone of 10,000 commits
 # compared with git clone, a repack of 300 commits beside a CPU hog per core.
-on gitmem && soak gitmem 10m ./gitmem/ '^(TestRepo_CoexistsWithGitCLI|TestRepo_RepackGeometric|TestEmbedded_GitGCBesideFetch|TestEmbedded_RefsBesideGitCLI|TestEmbedded_PushBesideGitGC|TestClone_SameAsGitClone|TestRepo_RepackNoStallOnBusyHost)$'
+on gitmem && soak gitmem 10m ./gitmem/ '^(TestRepo_CoexistsWithGitCLI|TestRepo_RepackGeometric|TestClone_SameAsGitClone|TestRepo_RepackNoStallOnBusyHost)$'
+on gitmem && soak embedded 10m ./embedded/ '^(TestEmbedded_GitGCBesideFetch|TestEmbedded_RefsBesideGitCLI|TestEmbedded_PushBesideGitGC)$'
 # Long histories read as git reads them (index-pack of a 10,000-commit pack)
 # and the context's tree budget over 10,000 files.
 on history && soak history-pack 10m ./gitfmt/pack/ '^TestIndexPack_SameIndexAsGit$'

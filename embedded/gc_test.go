@@ -1,4 +1,4 @@
-package gitmem_test
+package embedded_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/soak"
@@ -34,7 +35,7 @@ func TestEmbedded_GitGCBesideFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	git(t, t.TempDir(), "clone", "-q", "--bare", "--no-local", seed, bare)
-	r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+	r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: embedded.URL(bare)}, gitmem.Options{Author: testAuthor})
 	if err != nil {
 		t.Fatalf("clone: %v", err)
 	}

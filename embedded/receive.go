@@ -1,4 +1,4 @@
-package gitmem
+package embedded
 
 import (
 	"context"
@@ -103,9 +103,9 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 
 // storePack stores the pushed pack in the bare repository as git's
 // receive-pack does, so that a `git gc` or `git repack -a -d` beside it
-// cannot lose it: streamed and indexed into temporary files (stagePack),
+// cannot lose it: streamed and indexed into temporary files (gitstore.StagePack),
 // fsynced, a pack-<sum>.keep created, then the .pack and the .idx renamed
-// into place in that order and the folder fsynced (publish). go-git's
+// into place in that order and the folder fsynced (Publish). go-git's
 // writer published the .idx first, and a gc that listed the folder between
 // its two renames deleted that .idx as garbage: the acknowledged commit
 // was then in a .pack git could not read (TestEmbedded_PushBesideGitGC).
@@ -116,14 +116,14 @@ func (s *casReceivePack) storePack(ctx context.Context, pack io.ReadCloser) (unk
 	r := ioutil.NewContextReadCloser(ctx, pack)
 	defer r.Close()
 	dir := filepath.Join(s.dir, "objects", "pack")
-	pk, err := stagePack(ctx, dir, r, true)
+	pk, err := gitstore.StagePack(ctx, dir, r, true)
 	if err != nil {
 		return nil, err
 	}
-	defer pk.remove()
+	defer pk.Remove()
 	// O_EXCL: a .keep already there (a git receive-pack storing the same
 	// pack, an operator's) is not ours to remove.
-	keep := pk.base(dir) + ".keep"
+	keep := pk.Base(dir) + ".keep"
 	kf, err := os.OpenFile(keep, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	unkeep = func() {}
 	switch {
@@ -140,7 +140,7 @@ func (s *casReceivePack) storePack(ctx context.Context, pack io.ReadCloser) (unk
 	case !errors.Is(err, fs.ErrExist):
 		return nil, fmt.Errorf("keep pack: %w", err)
 	}
-	if err := pk.publish(dir, true); err != nil {
+	if err := pk.Publish(dir, true); err != nil {
 		unkeep()
 		return nil, fmt.Errorf("store pack: %w", err)
 	}

@@ -1,4 +1,4 @@
-package gitmem
+package embedded
 
 import (
 	"context"

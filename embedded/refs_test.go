@@ -1,4 +1,4 @@
-package gitmem_test
+package embedded_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/soak"
 	"github.com/memfsd/memfsd/internal/testgit"
@@ -65,7 +66,7 @@ func pushBesideGitCLI(t *testing.T, maint func(i int) []string) {
 	git(t, peer, "add", "-A")
 	git(t, peer, "commit", "-q", "-m", "seed")
 	git(t, peer, "push", "-q", "origin", "HEAD:main")
-	r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: gitmem.EmbeddedURL(bare)}, gitmem.Options{Author: testAuthor})
+	r, err := gitmem.Clone(ctx, filepath.Join(t.TempDir(), "memory"), gitmem.Remote{URL: embedded.URL(bare)}, gitmem.Options{Author: testAuthor})
 	if err != nil {
 		t.Fatalf("clone: %v", err)
 	}

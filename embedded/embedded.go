@@ -1,4 +1,9 @@
-package gitmem
+// Package embedded is memfsd's in-process remote: bare repositories on
+// local disk, served through go-git's server with git's ref locks, git's
+// way of storing a pushed pack, and fetches read again when a gc beside
+// them removes a pack (docs/engine.md, "The embedded remote"). It knows the
+// object store and git's formats, nothing of a work tree or a repository.
+package embedded
 
 import (
 	"errors"
@@ -11,11 +16,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+
+	"github.com/memfsd/memfsd/gitstore"
 )
 
-// EmbeddedScheme is the URL scheme of the in-process remote: bare
+// Scheme is the URL scheme of the in-process remote: bare
 // repositories on local disk served with no server and no git binary.
-const EmbeddedScheme = "memfsd"
+const Scheme = "memfsd"
 
 // go-git keeps its transports in a plain map that every fetch and push
 // reads, so memfsd writes it once, at package init, before any goroutine
@@ -23,15 +30,15 @@ const EmbeddedScheme = "memfsd"
 // another agent's fetch (go test -race, TestReconcile_*), and so would an
 // embedded agent added at run time beside agents that sync over HTTP.
 func init() {
-	client.InstallProtocol(EmbeddedScheme, &embeddedTransport{
+	client.InstallProtocol(Scheme, &embeddedTransport{
 		inner: server.NewClient(embeddedLoader{}),
 	})
 }
 
-// EmbeddedURL is the URL of a bare repository at the absolute path dir,
+// URL is the URL of a bare repository at the absolute path dir,
 // served in-process.
-func EmbeddedURL(dir string) string {
-	return EmbeddedScheme + "://" + filepath.ToSlash(dir)
+func URL(dir string) string {
+	return Scheme + "://" + filepath.ToSlash(dir)
 }
 
 // embeddedTransport is go-git's in-process server with the checks it lacks:
@@ -82,7 +89,7 @@ func initBare(dir string) error {
 	}
 	files := map[string]string{
 		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-		"HEAD":   "ref: refs/heads/" + DefaultBranch + "\n",
+		"HEAD":   "ref: refs/heads/" + gitstore.DefaultBranch + "\n",
 	}
 	for _, name := range []string{"config", "HEAD"} { // HEAD last: it marks a whole repo
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o600); err != nil {
