@@ -17,6 +17,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/reminders"
 )
 
@@ -29,7 +30,7 @@ import (
 //
 // Cost: treeChecks keeps blocks.TreeConstraints for one tree of the
 // repository and moves it to the tree a check starts from by the trees'
-// difference (gitmem.TreeReader.Diff, O(change)); a check applies the
+// difference (history.TreeReader.Diff, O(change)); a check applies the
 // change's files, reports, and takes them back. Each step reads only
 // changed blobs and costs O(their depth); only a change of
 // .memfs.config.json or of the layout (a root MEMORY.md coming or going)
@@ -112,7 +113,7 @@ func (c *treeChecks) configure(requireRoot bool) {
 
 // moveTo brings the kept state to tree, by the difference from the tree
 // it describes (everything, the first time).
-func (c *treeChecks) moveTo(rd gitmem.TreeReader, tree plumbing.Hash) error {
+func (c *treeChecks) moveTo(rd history.TreeReader, tree plumbing.Hash) error {
 	if c.built && c.tree == tree {
 		return nil
 	}
@@ -146,7 +147,7 @@ func (c *treeChecks) moveTo(rd gitmem.TreeReader, tree plumbing.Hash) error {
 // each that makes letta-code's report worse than it was before it
 // (together: all of them or none). held lists the edits left out, with
 // the error saying why. The state is back at base afterwards.
-func (c *treeChecks) judge(rd gitmem.TreeReader, base plumbing.Hash, edits []treeEdit, together bool) (held map[int]*blocks.TreeConstraintsError, err error) {
+func (c *treeChecks) judge(rd history.TreeReader, base plumbing.Hash, edits []treeEdit, together bool) (held map[int]*blocks.TreeConstraintsError, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.moveTo(rd, base); err != nil {
@@ -458,7 +459,7 @@ func (a *Agent) proposalTreeGuard(repo *gitmem.Repo, files map[string][]byte, to
 		return nil, err
 	}
 	var held map[int]*blocks.TreeConstraintsError
-	err = repo.WithTreesAt(base, func(rd gitmem.TreeReader, tree plumbing.Hash) error {
+	err = repo.WithTreesAt(base, func(rd history.TreeReader, tree plumbing.Hash) error {
 		var err error
 		held, err = a.treeChecks.judge(rd, tree, edits, together)
 		return err

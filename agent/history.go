@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -69,7 +70,7 @@ var (
 	// ErrBadHistoryInput is a path, revision or limit refused as given.
 	ErrBadHistoryInput = errors.New("bad input")
 	// ErrNoFileAtRef is a path with no file at the revision.
-	ErrNoFileAtRef = gitmem.ErrNotInRevision
+	ErrNoFileAtRef = history.ErrNotInRevision
 )
 
 // History lists the commits that changed path ("" for all, a file or a
@@ -85,7 +86,7 @@ func (a *Agent) History(path string, limit int) (History, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return History{}, fmt.Errorf("history: limit %d: want 1 to %d: %w", limit, MaxHistoryLimit, ErrBadHistoryInput)
 	}
-	cs, err := boundedRead(a, "history", func() ([]gitmem.HistoryCommit, error) { return repo.History(memoriesRel(path), limit) })
+	cs, err := boundedRead(a, "history", func() ([]history.Commit, error) { return repo.History(memoriesRel(path), limit) })
 	if err != nil {
 		return History{}, historyErr(err)
 	}
@@ -115,7 +116,7 @@ func (a *Agent) FileAt(path, rev string) (FileAtRef, error) {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	f, err := boundedRead(a, "file at "+rev, func() (gitmem.FileAtRevision, error) { return repo.FileAt(memoriesRel(path), rev) })
+	f, err := boundedRead(a, "file at "+rev, func() (history.File, error) { return repo.FileAt(memoriesRel(path), rev) })
 	if err != nil {
 		return FileAtRef{}, historyErr(err)
 	}
@@ -145,8 +146,8 @@ func memoriesRel(p string) string {
 func historyErr(err error) error {
 	var pe *worktree.PathError
 	switch {
-	case errors.As(err, &pe), errors.Is(err, gitmem.ErrBadRevision), errors.Is(err, gitmem.ErrUnknownRevision),
-		errors.Is(err, gitmem.ErrAmbiguousRevision):
+	case errors.As(err, &pe), errors.Is(err, history.ErrBadRevision), errors.Is(err, history.ErrUnknownRevision),
+		errors.Is(err, history.ErrAmbiguousRevision):
 		return fmt.Errorf("%w: %w", ErrBadHistoryInput, err)
 	}
 	return err

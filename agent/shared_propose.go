@@ -16,6 +16,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/worktree"
@@ -307,7 +308,7 @@ func (a *Agent) PendingProposals(by string) []Proposal {
 		for _, path := range p.Paths {
 			theirs, inHead, err := repo.HeadFile(path)
 			mine, merr := repo.FileAt(path, p.Commit)
-			if err != nil || (merr != nil && !errors.Is(merr, gitmem.ErrNotInRevision)) {
+			if err != nil || (merr != nil && !errors.Is(merr, history.ErrNotInRevision)) {
 				continue
 			}
 			if inHead != (merr == nil) || (inHead && !bytes.Equal(theirs, mine.Data)) {

@@ -13,6 +13,7 @@ import (
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // moveBranch moves the branch from old to new and brings the work tree and
@@ -63,7 +64,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 		return strings.Compare(x.Path, y.Path)
 	})
 	for _, c := range changes {
-		if _, err := cleanPath(c.Path); err != nil {
+		if _, err := worktree.Clean(c.Path); err != nil {
 			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", gitstore.Short(new), err)
 		}
 	}

@@ -172,7 +172,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	}
 	clean := make([]string, 0, len(req.Paths))
 	for _, p := range req.Paths {
-		c, err := cleanPath(p)
+		c, err := worktree.Clean(p)
 		if err != nil && !req.One {
 			// One untrackable path (a .git below the root, ...) must not
 			// stop the others: it is left out and reported, once per

@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // displaced is what stood at a work-tree path at the instant memfsd
@@ -90,7 +92,7 @@ func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range paths {
-		p, err := cleanPath(p)
+		p, err := worktree.Clean(p)
 		if err != nil {
 			return out, err
 		}

@@ -119,7 +119,7 @@ func (r *Repo) recoverTorn() []string {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // the line being written when memfsd died: its write had not begun
 		}
-		if _, err := cleanPath(e.Path); err != nil || r.symlinkedParent(e.Path) != "" {
+		if _, err := worktree.Clean(e.Path); err != nil || r.symlinkedParent(e.Path) != "" {
 			continue
 		}
 		cur, err := r.readDisplacedAt(e.Path)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // A proposal is a commit beside the branch: files written on top of a
@@ -41,7 +42,7 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 	}
 	changes := make([]gitstore.Change, 0, len(files))
 	for p, data := range files {
-		c, err := cleanPath(p)
+		c, err := worktree.Clean(p)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 		}

@@ -18,14 +18,15 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/worktree"
 )
 
 // Change kinds reported by DirtyPaths, as in memfsd's commit messages.
 const (
-	ChangeCreate = "create"
-	ChangeUpdate = "update"
-	ChangeDelete = "delete"
+	ChangeCreate = history.ChangeCreate
+	ChangeUpdate = history.ChangeUpdate
+	ChangeDelete = history.ChangeDelete
 )
 
 // DirtyPath is a work-tree path that differs from HEAD.
@@ -311,7 +312,7 @@ func (r *Repo) flattenTree(h plumbing.Hash, prefix string, files map[string]obje
 // ChangeUpdate or ChangeDelete, or "" when the path is neither in HEAD nor
 // in the work tree.
 func (r *Repo) ChangeKind(path string) (string, error) {
-	p, err := cleanPath(path)
+	p, err := worktree.Clean(path)
 	if err != nil {
 		return "", err
 	}
@@ -396,7 +397,7 @@ func (r *Repo) RemoteFile(path string) ([]byte, bool, error) {
 
 // fileAt reads path in the commit ref names, under r.mu.
 func (r *Repo) fileAt(ref func() (plumbing.Hash, error), path string) ([]byte, bool, error) {
-	p, err := cleanPath(path)
+	p, err := worktree.Clean(path)
 	if err != nil {
 		return nil, false, err
 	}

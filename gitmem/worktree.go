@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"path/filepath"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,16 +14,6 @@ import (
 // ErrBadPath is returned for a path that is not a memory path (see
 // worktree.Check): it is worktree.ErrUntrackable, so either matches.
 var ErrBadPath = worktree.ErrUntrackable
-
-// cleanPath checks a work-tree-relative path by the one rule
-// (worktree.Check) and returns it as a slash path.
-func cleanPath(p string) (string, error) {
-	p = filepath.ToSlash(p)
-	if err := worktree.Check(p); err != nil {
-		return "", err
-	}
-	return p, nil
-}
 
 // fileState is a work-tree file read for a commit: its blob content, mode
 // and the stat taken before reading (so a change after the read shows).

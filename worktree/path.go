@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,6 +42,16 @@ const (
 	ReasonNUL     = "a NUL byte is not allowed in a path"
 	ReasonDotPart = `"." and ".." are not file names`
 )
+
+// Clean checks a work-tree-relative path by the one rule (Check) and
+// returns it as a slash path.
+func Clean(p string) (string, error) {
+	p = filepath.ToSlash(p)
+	if err := Check(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
 
 // Check reports whether rel, a slash path relative to the memory folder,
 // is a memory path: clean, relative, with no empty, "." or ".." part, no

@@ -1,4 +1,4 @@
-package gitmem
+package history
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/memfsd/memfsd/gitstore"
 )
 
-// Errors of ResolveRevision: the caller's input, never the repository's
+// Errors of Resolve: the caller's input, never the repository's
 // fault (an API answers them 400).
 var (
 	// ErrBadRevision is a revision that is not spelled as one.
@@ -35,25 +35,28 @@ const minShortID = 4
 // maxRevLen bounds a revision's spelling (a ref name, then ~N and ^N steps).
 const maxRevLen = 512
 
-// ResolveRevision names a commit as git does, from what memfsd keeps and
+// Resolve names a commit as git does, from what memfsd keeps and
 // without a git binary: a full or abbreviated (at least 4 hex digits)
 // commit id, HEAD, a branch or ref name (main, origin/main,
 // refs/memfsd/backup/<n>; refs/heads, refs/remotes, refs/tags and
 // refs/memfsd only), each followed by any number of ~N, ^N, ~ and ^
 // steps. Errors wrap ErrBadRevision, ErrUnknownRevision or
 // ErrAmbiguousRevision.
-func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
+func (rd Reader) Resolve(rev string) (h plumbing.Hash, err error) {
 	base, steps, err := splitRevision(rev)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	h, err := r.resolveBase(base)
-	if err != nil {
+	if h, err = rd.resolveBase(base); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	r.mu.Lock()
-	defer r.unlock()
-	c, err := r.objs.Commit(h)
+	rd.Locked(func() { h, err = rd.walkSteps(rev, h, steps) })
+	return h, err
+}
+
+// walkSteps takes rev's ~ and ^ steps from the commit h, under the lock.
+func (rd Reader) walkSteps(rev string, h plumbing.Hash, steps []revStep) (plumbing.Hash, error) {
+	c, err := rd.Objects.Commit(h)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %s is not a commit of this repository: %w", rev, gitstore.Short(h), ErrUnknownRevision)
 	}
@@ -70,7 +73,7 @@ func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
 			if idx >= len(c.ParentHashes) {
 				return plumbing.ZeroHash, fmt.Errorf("revision %q: %s has %d parent(s), no parent %d: %w", rev, gitstore.Short(c.Hash), len(c.ParentHashes), idx+1, ErrUnknownRevision)
 			}
-			if c, err = r.objs.Commit(c.ParentHashes[idx]); err != nil {
+			if c, err = rd.Objects.Commit(c.ParentHashes[idx]); err != nil {
 				return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, err)
 			}
 		}
@@ -130,9 +133,9 @@ func splitRevision(rev string) (string, []revStep, error) {
 
 // resolveBase names the commit of a revision's base: HEAD, a full id, a
 // ref (git's DWIM order), else an abbreviated id.
-func (r *Repo) resolveBase(name string) (plumbing.Hash, error) {
+func (rd Reader) resolveBase(name string) (plumbing.Hash, error) {
 	if name == "HEAD" || name == "@" {
-		h, err := r.refTarget("HEAD")
+		h, err := rd.refTarget("HEAD")
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("revision HEAD: %w", err)
 		}
@@ -148,7 +151,7 @@ func (r *Repo) resolveBase(name string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %v: %w", name, err, ErrBadRevision)
 	}
 	for _, full := range dwimRefs(name) {
-		h, err := r.refTarget(full)
+		h, err := rd.refTarget(full)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", name, err)
 		}
@@ -157,9 +160,9 @@ func (r *Repo) resolveBase(name string) (plumbing.Hash, error) {
 		}
 	}
 	if len(name) >= minShortID && isHex(name) {
-		return r.resolveShort(strings.ToLower(name))
+		return rd.resolveShort(strings.ToLower(name))
 	}
-	return plumbing.ZeroHash, fmt.Errorf("revision %q: no such commit, branch or ref (try a commit id from the history, HEAD~N, %s or origin/%s): %w", name, r.opts.Branch, r.opts.Branch, ErrUnknownRevision)
+	return plumbing.ZeroHash, fmt.Errorf("revision %q: no such commit, branch or ref (try a commit id from the history, HEAD~N, %s or origin/%s): %w", name, rd.Branch, rd.Branch, ErrUnknownRevision)
 }
 
 // dwimRefs are the refs a short name may mean, in git's order, limited to
@@ -190,20 +193,20 @@ func isHex(s string) bool {
 // refTarget reads a ref through gitstore.ReadRef (loose file, then
 // packed-refs, symbolic refs followed a bounded number of times, the
 // agent's files read as untrusted input). Zero when the ref does not exist.
-func (r *Repo) refTarget(name string) (plumbing.Hash, error) {
-	return gitstore.ReadRef(r.GitDir, name)
+func (rd Reader) refTarget(name string) (plumbing.Hash, error) {
+	return gitstore.ReadRef(rd.GitDir, name)
 }
 
 // resolveShort finds the one commit whose id starts with prefix.
-func (r *Repo) resolveShort(prefix string) (plumbing.Hash, error) {
-	found, err := r.objs.findPrefix(prefix)
+func (rd Reader) resolveShort(prefix string) (plumbing.Hash, error) {
+	found, err := findPrefix(rd.Objects, prefix)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", prefix, err)
 	}
 	var commits []plumbing.Hash
-	r.underLock(func() {
+	rd.Locked(func() {
 		for _, h := range found {
-			if _, err := r.objs.Commit(h); err == nil {
+			if _, err := rd.Objects.Commit(h); err == nil {
 				commits = append(commits, h)
 			}
 		}
@@ -231,7 +234,7 @@ const maxPrefixMatches = 64
 // binary search of each pack index's fan-out bucket (O(packs × log n), no
 // object read). Pending objects are not looked at: every commit a ref
 // names was flushed first.
-func (s *objectStore) findPrefix(prefix string) ([]plumbing.Hash, error) {
+func findPrefix(s *gitstore.Objects, prefix string) ([]plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	var out []plumbing.Hash
 	add := func(h plumbing.Hash) {

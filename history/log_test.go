@@ -1,4 +1,4 @@
-package gitmem_test
+package history_test
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/internal/testgit"
 )
 
@@ -93,7 +94,7 @@ func historyRepo(t *testing.T) (string, *gitmem.Repo) {
 	return dir, r
 }
 
-func hashes(cs []gitmem.HistoryCommit) []string {
+func hashes(cs []history.Commit) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Hash.String()
@@ -135,7 +136,7 @@ func TestRepo_History_MatchesGitLog(t *testing.T) {
 	}
 }
 
-func checkAgainstGit(t *testing.T, dir, p string, c gitmem.HistoryCommit) {
+func checkAgainstGit(t *testing.T, dir, p string, c history.Commit) {
 	t.Helper()
 	h := c.Hash.String()
 	want := strings.SplitN(git(t, dir, "show", "-s", "--format=%s%x00%an%x00%ae%x00%aI%x00%b", h), "\x00", 5)
@@ -154,7 +155,7 @@ func checkAgainstGit(t *testing.T, dir, p string, c gitmem.HistoryCommit) {
 	if out := git(t, dir, args...); out != "" {
 		for _, l := range strings.Split(out, "\n") {
 			kind, path, _ := strings.Cut(l, "\t")
-			kind = map[string]string{"A": gitmem.ChangeCreate, "M": gitmem.ChangeUpdate, "D": gitmem.ChangeDelete}[kind]
+			kind = map[string]string{"A": history.ChangeCreate, "M": history.ChangeUpdate, "D": history.ChangeDelete}[kind]
 			want2 = append(want2, kind+" "+path)
 		}
 	}
@@ -183,7 +184,7 @@ func TestRepo_FileAt_Revisions(t *testing.T) {
 			want, gitErr := gitErr(dir, "show", rev+":"+p)
 			got, err := r.FileAt(p, rev)
 			if gitErr != nil {
-				if !errors.Is(err, gitmem.ErrNotInRevision) {
+				if !errors.Is(err, history.ErrNotInRevision) {
 					t.Fatalf("FileAt(%s, %s) = %v, git fails (%s): want ErrNotInRevision", p, rev, err, want)
 				}
 				continue
@@ -196,7 +197,7 @@ func TestRepo_FileAt_Revisions(t *testing.T) {
 			}
 		}
 	}
-	if _, err := r.FileAt("notes", "HEAD"); !errors.Is(err, gitmem.ErrNotInRevision) {
+	if _, err := r.FileAt("notes", "HEAD"); !errors.Is(err, history.ErrNotInRevision) {
 		t.Fatalf("a folder: %v", err)
 	}
 	// Refused input.
@@ -207,12 +208,12 @@ func TestRepo_FileAt_Revisions(t *testing.T) {
 		rev  string
 		want error
 	}{
-		{"", gitmem.ErrBadRevision}, {"nope", gitmem.ErrUnknownRevision}, {"HEAD~100", gitmem.ErrUnknownRevision},
-		{"HEAD^3", gitmem.ErrUnknownRevision}, {"0000000000000000000000000000000000000000", gitmem.ErrUnknownRevision},
-		{"../../../etc/passwd", gitmem.ErrBadRevision}, {"refs/heads/../../config", gitmem.ErrBadRevision},
-		{"HEAD~x", gitmem.ErrBadRevision}, {"main:notes/a.md", gitmem.ErrBadRevision}, {"~1", gitmem.ErrBadRevision},
-		{"ffff", gitmem.ErrUnknownRevision}, {"abc", gitmem.ErrUnknownRevision}, {"main@{1}", gitmem.ErrBadRevision},
-		{strings.Repeat("a", 600), gitmem.ErrBadRevision},
+		{"", history.ErrBadRevision}, {"nope", history.ErrUnknownRevision}, {"HEAD~100", history.ErrUnknownRevision},
+		{"HEAD^3", history.ErrUnknownRevision}, {"0000000000000000000000000000000000000000", history.ErrUnknownRevision},
+		{"../../../etc/passwd", history.ErrBadRevision}, {"refs/heads/../../config", history.ErrBadRevision},
+		{"HEAD~x", history.ErrBadRevision}, {"main:notes/a.md", history.ErrBadRevision}, {"~1", history.ErrBadRevision},
+		{"ffff", history.ErrUnknownRevision}, {"abc", history.ErrUnknownRevision}, {"main@{1}", history.ErrBadRevision},
+		{strings.Repeat("a", 600), history.ErrBadRevision},
 	} {
 		if _, err := r.FileAt("notes/a.md", tc.rev); !errors.Is(err, tc.want) {
 			t.Errorf("FileAt(rev %q) = %v, want %v", tc.rev, err, tc.want)
@@ -233,7 +234,7 @@ func TestRepo_FileAt_Revisions(t *testing.T) {
 		t.Fatal("a forged ref (FIFO) hangs the read")
 	}
 	for _, p := range []string{"../x", "notes/../../x", ".git/config", "notes/.git/x", "/etc/passwd", ""} {
-		if _, err := r.FileAt(p, "HEAD"); err == nil || errors.Is(err, gitmem.ErrNotInRevision) {
+		if _, err := r.FileAt(p, "HEAD"); err == nil || errors.Is(err, history.ErrNotInRevision) {
 			t.Errorf("path %q: %v, want refused", p, err)
 		}
 	}
@@ -279,7 +280,7 @@ func TestRepo_FileAt_AmbiguousShortID(t *testing.T) {
 		t.Skip("no shared 4-digit prefix in 1,500 commits")
 	}
 	_, err = r.FileAt("f.md", a[:4])
-	if !errors.Is(err, gitmem.ErrAmbiguousRevision) || !strings.Contains(err.Error(), a[:12]) || !strings.Contains(err.Error(), b[:12]) {
+	if !errors.Is(err, history.ErrAmbiguousRevision) || !strings.Contains(err.Error(), a[:12]) || !strings.Contains(err.Error(), b[:12]) {
 		t.Fatalf("ambiguous %s: %v", a[:4], err)
 	}
 	for _, h := range []string{a, b} {

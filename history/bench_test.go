@@ -1,4 +1,4 @@
-package gitmem_test
+package history_test
 
 import (
 	"path/filepath"

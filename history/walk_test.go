@@ -1,4 +1,4 @@
-package gitmem_test
+package history_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/internal/fixture"
 )
 
@@ -63,8 +64,8 @@ func TestRepo_History_FixtureMatchesGitLog(t *testing.T) {
 // the whole path in every commit.
 func TestRepo_History_SkipsUnchangedFolders(t *testing.T) {
 	t.Parallel()
-	_, r := fixtureClone(t)
-	reads, commits, err := gitmem.HistoryTreeReads(r, fixture.Path(123))
+	dir, _ := fixtureClone(t)
+	reads, commits, err := history.TreeReads(readerAt(dir), fixture.Path(123))
 	if err != nil {
 		t.Fatal(err)
 	}
