@@ -49,7 +49,9 @@ func (b *Batch) Trees() (history.TreeReader, plumbing.Hash, error) {
 }
 
 // Trees is a history.TreeReader and the remote tip's tree.
-func (o OutgoingRemote) Trees() (history.TreeReader, plumbing.Hash) { return history.TreeReader{Objects: o.r.objs.Objects}, o.tree }
+func (o OutgoingRemote) Trees() (history.TreeReader, plumbing.Hash) {
+	return history.TreeReader{Objects: o.r.objs.Objects}, o.tree
+}
 
 // HeadBlob is the blob id of HEAD's version (zero when not in HEAD).
 func (v PathView) HeadBlob() plumbing.Hash {
