@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
-	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 var fastRetry = retry.Policy{Initial: 5 * time.Millisecond, Multiplier: 2, Max: 50 * time.Millisecond, Budget: 3 * time.Second}
@@ -125,7 +125,7 @@ func TestRecover_NonFastForward(t *testing.T) {
 		write(t, b, "n.md", "text from b\n")
 		ra, rb := syncBoth(t, a, b)
 		conflicts := append(ra.Conflicts, rb.Conflicts...)
-		if len(conflicts) != 1 || !gitmem.IsConflictCopy(conflicts[0]) || !strings.HasPrefix(conflicts[0], "n.conflict-") {
+		if len(conflicts) != 1 || !worktree.IsConflictCopy(conflicts[0]) || !strings.HasPrefix(conflicts[0], "n.conflict-") {
 			t.Fatalf("conflicts = %v, want one n.conflict-<sha>.md", conflicts)
 		}
 		a.Sync(context.Background(), agent.SyncOptions{})

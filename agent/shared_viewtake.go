@@ -167,7 +167,7 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 			}
 			paths = append(paths, c.path)
 			if conflict != nil {
-				cp := gitmem.ConflictName(c.path, plumbing.NewHash(c.hash))
+				cp := worktree.ConflictName(c.path, plumbing.NewHash(c.hash))
 				if _, err := wt.WriteFile(cp, conflict, worktree.Regular, !a.cfg.NoFsync); err != nil {
 					return err
 				}

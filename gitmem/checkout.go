@@ -5,13 +5,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/gitfmt/index"
-	"github.com/memfsd/memfsd/gitfmt/merge3"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -81,7 +78,7 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 		return err
 	}
 	ix.SmudgeRacy(touched)
-	data, err := r.encodeIndex(ix)
+	data, err := r.ixf.Encode(ix)
 	if err != nil {
 		return err
 	}
@@ -94,14 +91,14 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err := lk.Commit(); err != nil {
 		return err
 	}
-	r.indexWritten(ix, data)
+	r.ixf.Written(ix, data)
 	return nil
 }
 
 // replaceFiles brings the work tree from one tree to the next, change by
 // change, and records each in ix and touched.
 func (r *Repo) replaceFiles(changes []gitstore.FileChange, ix *index.Index, touched map[string]bool) error {
-	// Each file is checked and replaced in one step (replaceWorkFile): what
+	// Each file is checked and replaced in one step (worktree.Files.Pull): what
 	// stands there is read while no one else can write it, and anything
 	// other than the old or the new version is an agent's write that landed
 	// during the sync. It is merged with the new version where the lines
@@ -109,56 +106,19 @@ func (r *Repo) replaceFiles(changes []gitstore.FileChange, ix *index.Index, touc
 	// next commit takes it.
 	for _, c := range changes {
 		touched[c.Path] = true
-		var got displaced
-		var replaced, kept bool
-		var err error
-		var st *syscall.Stat_t
-		if c.To.Hash.IsZero() {
-			got, replaced, err = r.removeWorkFile(c.Path, func(cur displaced) bool {
-				return cur.is(c.From.Hash, c.From.Mode)
-			})
-			kept = got.existed && !replaced
-		} else {
-			var data []byte
-			if data, err = r.objs.Blob(c.To.Hash); err != nil {
+		u := worktree.Update{From: c.From.Hash, To: c.To.Hash, FromMode: wtMode(c.From.Mode), ToMode: wtMode(c.To.Mode)}
+		if !c.To.Hash.IsZero() {
+			var err error
+			if u.Data, err = r.objs.Blob(c.To.Hash); err != nil {
 				return err
 			}
-			got, replaced, st, err = r.replaceWorkFile(c.Path, func(cur displaced) ([]byte, filemode.FileMode, bool) {
-				if !cur.existed || cur.is(c.From.Hash, c.From.Mode) || cur.is(c.To.Hash, c.To.Mode) {
-					return data, c.To.Mode, true
-				}
-				// The agent wrote it during the sync: both edits, where they
-				// touch different lines.
-				if c.From.Hash.IsZero() || cur.mode == filemode.Symlink || c.To.Mode == filemode.Symlink {
-					return nil, 0, false
-				}
-				base, err := r.objs.Blob(c.From.Hash)
-				if err != nil {
-					return nil, 0, false
-				}
-				merged, ok := merge3.Merge(base, cur.data, data)
-				if !ok {
-					return nil, 0, false
-				}
-				kept = true
-				return merged, cur.mode, true
-			})
-			if !replaced {
-				kept = got.existed
-			}
 		}
+		pulled, err := r.files.Pull(c.Path, u)
 		if err != nil {
 			return err
 		}
-		if replaced && got.existed && !got.is(c.From.Hash, c.From.Mode) && !got.is(c.To.Hash, c.To.Mode) && !kept {
-			// The rename-exchange (no lease) displaced a write made after
-			// the read: it goes back in place.
-			if err := r.putBack(c.Path, got, c.To.Hash, c.To.Mode); err != nil {
-				return err
-			}
-			kept = true
-		}
-		if kept {
+		st := pulled.Stat
+		if pulled.Kept {
 			r.log.Info("kept a file changed during sync; it will be committed next", "path", c.Path)
 			st = nil // no stat: git and the next scan re-read it
 		}
@@ -167,6 +127,23 @@ func (r *Repo) replaceFiles(changes []gitstore.FileChange, ix *index.Index, touc
 		} else {
 			ix.Set(c.Path, c.To.Hash, c.To.Mode, st)
 		}
+	}
+	return nil
+}
+
+// writeFresh writes every file of a first checkout into the clone's own
+// temporary folder (worktree.WriteFresh) and records them in ix.
+func (r *Repo) writeFresh(changes []gitstore.FileChange, ix *index.Index) error {
+	files := make([]worktree.FreshFile, len(changes))
+	for i, c := range changes {
+		files[i] = worktree.FreshFile{Path: c.Path, Blob: c.To.Hash, Mode: wtMode(c.To.Mode)}
+	}
+	stats, err := worktree.WriteFresh(r.Dir, files, r.objs)
+	if err != nil {
+		return err
+	}
+	for i, c := range changes {
+		ix.Set(c.Path, c.To.Hash, c.To.Mode, stats[i])
 	}
 	return nil
 }

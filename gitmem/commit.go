@@ -343,7 +343,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	if ref == nil && !ix.Dirty {
 		return res, nil // nothing new, every stat recorded as it is: no write
 	}
-	ixData, err := r.encodeIndex(ix)
+	ixData, err := r.ixf.Encode(ix)
 	if err != nil {
 		return res, err
 	}
@@ -364,7 +364,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		// change as staged-back). The next write rebuilds those entries.
 		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
 	} else {
-		r.indexWritten(ix, ixData)
+		r.ixf.Written(ix, ixData)
 	}
 	return res, nil
 }
@@ -412,7 +412,7 @@ func (r *Repo) restoreHeadVersion(v PathView, keep func(string, []byte) error) (
 			return rs, nil, err
 		}
 	}
-	var got displaced
+	var got worktree.Displaced
 	var st *syscall.Stat_t
 	var err error
 	if v.InHead {
@@ -420,18 +420,18 @@ func (r *Repo) restoreHeadVersion(v PathView, keep func(string, []byte) error) (
 		if data, err = v.Head(); err != nil {
 			return rs, nil, err
 		}
-		got, st, err = r.exchangeWorkFile(v.Path, data, v.entry.Mode)
+		got, st, err = r.files.Put(v.Path, data, wtMode(v.entry.Mode))
 	} else {
-		got, err = r.takeWorkFile(v.Path)
+		got, err = r.files.Take(v.Path)
 	}
 	if err != nil {
 		return rs, nil, err
 	}
-	if got.existed && !got.is(v.entry.Hash, v.entry.Mode) {
-		rs.Rejected = got.data
-		if !bytes.Equal(got.data, v.Data) {
+	if got.Existed && !got.Is(v.entry.Hash, wtMode(v.entry.Mode)) {
+		rs.Rejected = got.Data
+		if !bytes.Equal(got.Data, v.Data) {
 			// A write that landed after the read: kept as well.
-			if err := keep(v.Path, got.data); err != nil {
+			if err := keep(v.Path, got.Data); err != nil {
 				return rs, st, err
 			}
 		}

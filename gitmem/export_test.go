@@ -1,6 +1,9 @@
 package gitmem
 
-import "github.com/memfsd/memfsd/gitstore"
+import (
+	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/indexfile"
+)
 
 // SetBeforeMove installs a hook that runs (with the repo lock held) just
 // before a sync moves the branch: a seam for tests that make someone else
@@ -13,9 +16,9 @@ func TakeGCPID(r *Repo) (func(), error) { return r.takeGCPID() }
 // SetSplitMinEntries sets how many index entries make memfsd write a split
 // index, and returns a function that puts the old value back.
 func SetSplitMinEntries(n int) func() {
-	old := splitMinEntries
-	splitMinEntries = n
-	return func() { splitMinEntries = old }
+	old := indexfile.SplitMinEntries
+	indexfile.SplitMinEntries = n
+	return func() { indexfile.SplitMinEntries = old }
 }
 
 // LeaveIndexLock takes .git/index.lock as a commit does and never lets go

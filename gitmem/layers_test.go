@@ -20,7 +20,7 @@ var engineLayers = []struct {
 }{
 	{"internal helpers", []string{"internal/"}},
 	{"git's formats", []string{"gitfmt/"}},
-	{"object store and refs", []string{"gitstore"}},
+	{"object store, refs and the index", []string{"gitstore", "indexfile"}},
 	{"work tree", []string{"worktree"}},
 	{"embedded remote and history", []string{"embedded", "history"}},
 	{"repository", []string{"gitmem"}},

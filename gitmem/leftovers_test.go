@@ -48,7 +48,7 @@ func TestRepo_LeftoversRecoveredAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r2.Close()
-	got, err := os.ReadFile(filepath.Join(dir, gitmem.RecoveredDir, "take-"+gone+"-1"))
+	got, err := os.ReadFile(filepath.Join(dir, worktree.RecoveredDir, "take-"+gone+"-1"))
 	if err != nil || string(got) != files["take-"+gone+"-1"] {
 		t.Fatalf("recovered: %q %v", got, err)
 	}
@@ -56,7 +56,7 @@ func TestRepo_LeftoversRecoveredAtOpen(t *testing.T) {
 	if len(left) != 1 || left[0].Name() != "w-"+live+"-4" {
 		t.Fatalf("left in %s: %v, want only the live process's file", worktree.TempDir, left)
 	}
-	if rec, _ := os.ReadDir(filepath.Join(dir, gitmem.RecoveredDir)); len(rec) != 1 {
+	if rec, _ := os.ReadDir(filepath.Join(dir, worktree.RecoveredDir)); len(rec) != 1 {
 		t.Fatalf("recovered %v, want only the bytes git lacks", rec)
 	}
 }

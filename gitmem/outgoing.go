@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // OutgoingFile is a file a push would change on the remote: its version at
@@ -218,27 +218,27 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		}
 		// The work tree: the remote's version back in one step; a newer
 		// write the swap displaces is kept too.
-		var got displaced
+		var got worktree.Displaced
 		if f.InRemote {
 			data, err := f.Remote()
 			if err != nil {
 				return local, nil, err
 			}
-			g, stat, err := r.exchangeWorkFile(p, data, f.remote.Mode)
+			g, stat, err := r.files.Put(p, data, wtMode(f.remote.Mode))
 			if err != nil {
 				return local, nil, err
 			}
 			got = g
 			ix.Set(p, f.remote.Hash, f.remote.Mode, stat)
 		} else {
-			if got, err = r.takeWorkFile(p); err != nil {
+			if got, err = r.files.Take(p); err != nil {
 				return local, nil, err
 			}
 			ix.Remove(p)
 		}
 		touched[p] = true
-		if got.existed && !got.is(f.local.Hash, f.local.Mode) && !got.is(f.remote.Hash, f.remote.Mode) {
-			if err := keep(p, got.data); err != nil {
+		if got.Existed && !got.Is(f.local.Hash, wtMode(f.local.Mode)) && !got.Is(f.remote.Hash, wtMode(f.remote.Mode)) {
+			if err := keep(p, got.Data); err != nil {
 				return local, nil, err
 			}
 		}
@@ -285,7 +285,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		return local, nil, err
 	}
 	ix.SmudgeRacy(touched)
-	ixData, err := r.encodeIndex(ix)
+	ixData, err := r.ixf.Encode(ix)
 	if err != nil {
 		return local, nil, err
 	}
@@ -300,7 +300,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err := lk.Commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)
 	} else {
-		r.indexWritten(ix, ixData)
+		r.ixf.Written(ix, ixData)
 	}
 	if len(done) > 0 {
 		r.log.Warn("outgoing changes put back before the push (read-only blocks, or deletions the operator restored)", "paths", len(done))
@@ -309,17 +309,4 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		r.log.Warn("outgoing changes held back before the push (kept in the work tree, uncommitted)", "paths", len(heldBack))
 	}
 	return tip, done, nil
-}
-
-// writeIfAbsent writes data at rel when nothing stands there and returns
-// its stat; a file the agent put there meanwhile is left alone (nil stat).
-func (r *Repo) writeIfAbsent(rel string, data []byte, mode filemode.FileMode) (*syscall.Stat_t, error) {
-	if err := r.realParents(rel); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rel, err)
-	}
-	st, _, err := r.wt.Create(rel, data, wtMode(mode))
-	if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rel, err)
-	}
-	return st, nil
 }

@@ -2,7 +2,6 @@ package gitmem
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -14,29 +13,8 @@ import (
 	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/worktree"
 )
-
-// ConflictName is where the local side of a true conflict is kept:
-// "notes/today.md" → "notes/today.conflict-1a2b3c4.md".
-func ConflictName(p string, commit plumbing.Hash) string {
-	dir, file := path.Split(p)
-	ext := path.Ext(file)
-	if ext == file { // ".profile": the whole name is the stem
-		ext = ""
-	}
-	return dir + strings.TrimSuffix(file, ext) + ".conflict-" + commit.String()[:7] + ext
-}
-
-// IsConflictCopy reports whether p is a conflict copy made by memfsd.
-func IsConflictCopy(p string) bool {
-	file := path.Base(p)
-	i := strings.LastIndex(file, ".conflict-")
-	if i < 0 || len(file) < i+len(".conflict-")+7 {
-		return false
-	}
-	hex := file[i+len(".conflict-") : i+len(".conflict-")+7]
-	return strings.Trim(hex, "0123456789abcdef") == ""
-}
 
 // localOnly lists local's first-parent chain back to (not including) the
 // first commit that remote's history contains, oldest first. It walks
@@ -239,7 +217,7 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []gitstore.FileChange, loca
 				return nil, nil, err
 			}
 			if clash {
-				copyPath := ConflictName(d.Path, local)
+				copyPath := worktree.ConflictName(d.Path, local)
 				if clash2, err := r.objs.clashesAt(tip, copyPath); err == nil && !clash2 {
 					out = append(out, gitstore.Change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
 					conflicts = append(conflicts, copyPath)
@@ -287,7 +265,7 @@ func (r *Repo) mergeChanges(tip plumbing.Hash, diffs []gitstore.FileChange, loca
 				continue
 			}
 		}
-		copyPath := ConflictName(d.Path, local)
+		copyPath := worktree.ConflictName(d.Path, local)
 		out = append(out, gitstore.Change{Path: copyPath, Hash: to.Hash, Mode: to.Mode})
 		conflicts = append(conflicts, copyPath)
 	}
@@ -328,13 +306,13 @@ func (r *Repo) restore(local, remote plumbing.Hash) (replayResult, error) {
 		}
 		switch {
 		case clash: // a folder of theirs (or a file on our path): ours beside it
-			cp := ConflictName(p, local)
+			cp := worktree.ConflictName(p, local)
 			changes = append(changes, gitstore.Change{Path: cp, Hash: e.Hash, Mode: e.Mode})
 			res.Conflicts = append(res.Conflicts, cp)
 		case !ok:
 			changes = append(changes, gitstore.Change{Path: p, Hash: e.Hash, Mode: e.Mode})
 		case t.Hash != e.Hash || t.Mode != e.Mode:
-			cp := ConflictName(p, local)
+			cp := worktree.ConflictName(p, local)
 			changes = append(changes, gitstore.Change{Path: cp, Hash: e.Hash, Mode: e.Mode})
 			res.Conflicts = append(res.Conflicts, cp)
 		}

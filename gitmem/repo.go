@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/indexfile"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -92,23 +93,18 @@ type Repo struct {
 	Remote Remote
 	opts   Options
 
-	syncMu sync.Mutex
-	mu     sync.Mutex
-	ixc    indexCache // .git/index as last read or written
-	// splitOff: core.splitIndex is false (read once, see encodeIndex).
-	splitOnce sync.Once
-	splitOff  bool
+	syncMu    sync.Mutex
+	mu        sync.Mutex
+	ixf       *indexfile.File // .git/index, as last read or written
 	st        *filesystem.Storage
 	objs      *objectStore
 	spares    *gitstore.Spares
-	bg        *background // a repack and its goroutines: Close waits
-	owner     *os.File    // shared flock: see claim
-	journal   *replaceJournal
-	soleOwner bool          // no other memfsd process used the repo when it was claimed
-	wt        *worktree.Dir // the work tree, held open (see workfiles.go)
-	// leaseWaited is how long this section under mu waited for leases.
-	leaseWaited time.Duration
-	log         *slog.Logger
+	bg        *background     // a repack and its goroutines: Close waits
+	owner     *os.File        // shared flock: see claim
+	soleOwner bool            // no other memfsd process used the repo when it was claimed
+	wt        *worktree.Dir   // the work tree, held open
+	files     *worktree.Files // the work files' whole life, on wt
+	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
 	// checkout writes files in bulk (writeFresh).
@@ -150,15 +146,14 @@ func (r *Repo) openTree() error {
 		return err
 	}
 	r.wt = wt
-	r.journal.wt = wt
+	r.files = worktree.NewFiles(wt, r.objs, r.log)
 	return nil
 }
 
 // unlock ends a section under r.mu. The packs its flushes wrote lose their
 // .keep files first: every ref the section moved points into them by now.
 func (r *Repo) unlock() {
-	r.journal.done()
-	r.leaseWaited = 0
+	r.files.Done()
 	r.objs.ReleaseKept()
 	r.mu.Unlock()
 }
@@ -201,10 +196,12 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	gitstore.ClearPackLeftovers(gitDir, gitstore.StaleFetchAge)
 	gitstore.ClearWriteKeeps(gitDir)
-	r.probeLeases()
-	r.recoverLeftovers()
-	if fixed := r.recoverTorn(); len(fixed) > 0 {
-		r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
+	r.files.CheckLeases()
+	r.files.RecoverLeftovers()
+	if r.soleOwner {
+		if fixed := r.files.RecoverTorn(); len(fixed) > 0 {
+			r.log.Warn("finished replacing files a crash had left half written", "paths", fixed)
+		}
 	}
 	r.objs.Watch()
 	r.spares.Start()
@@ -227,16 +224,16 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 	objs := newObjectStore(gitDir, st, !opts.NoSync)
 	objs.Spares = sp
 	return &Repo{
-		Dir:     dir,
-		GitDir:  gitDir,
-		Remote:  remote,
-		opts:    opts,
-		st:      st,
-		objs:    objs,
-		spares:  sp,
-		bg:      newBackground(),
-		log:     opts.Logger,
-		journal: newReplaceJournal(),
+		Dir:    dir,
+		GitDir: gitDir,
+		Remote: remote,
+		opts:   opts,
+		st:     st,
+		objs:   objs,
+		spares: sp,
+		bg:     newBackground(),
+		log:    opts.Logger,
+		ixf:    indexfile.New(gitDir, !opts.NoSync),
 	}
 }
 
@@ -301,7 +298,7 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 		r.wt.Close()
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
-	r.probeLeases()
+	r.files.CheckLeases()
 	r.spares.Start()
 	return r, nil
 }

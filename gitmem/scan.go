@@ -235,9 +235,9 @@ func (r *Repo) refreshIndex(paths []string, head map[string]object.TreeEntry) {
 		skip[p] = true
 	}
 	ix.SmudgeRacy(skip)
-	data, err := r.encodeIndex(ix)
+	data, err := r.ixf.Encode(ix)
 	if err == nil && lk.Write(data, false) == nil && lk.Commit() == nil {
-		r.indexWritten(ix, data)
+		r.ixf.Written(ix, data)
 	}
 }
 
@@ -356,7 +356,7 @@ func (r *Repo) ConflictCopies() ([]string, error) {
 	}
 	var out []string
 	for p := range r.flat {
-		if IsConflictCopy(p) {
+		if worktree.IsConflictCopy(p) {
 			out = append(out, p)
 		}
 	}

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -35,3 +36,49 @@ func statMatches(e index.EntryInfo, st *syscall.Stat_t, indexMtime int64) bool {
 
 // blobHash is the id the content would have as a blob.
 func blobHash(data []byte) plumbing.Hash { return codec.Hash(plumbing.BlobObject, data) }
+
+func gitMode(m worktree.Mode) filemode.FileMode {
+	switch m {
+	case worktree.Executable:
+		return filemode.Executable
+	case worktree.Symlink:
+		return filemode.Symlink
+	}
+	return filemode.Regular
+}
+
+func wtMode(m filemode.FileMode) worktree.Mode {
+	switch m {
+	case filemode.Executable:
+		return worktree.Executable
+	case filemode.Symlink:
+		return worktree.Symlink
+	}
+	return worktree.Regular
+}
+
+func isDirStat(st *syscall.Stat_t) bool {
+	return st != nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+}
+
+func (r *Repo) isDir(rel string) bool {
+	st, err := r.wt.Lstat(rel)
+	return err == nil && isDirStat(st)
+}
+
+// readWorkFile reads rel from the work tree; nil when it does not exist,
+// is a folder, or lies behind a symbolic link (not a file of the tree).
+func (r *Repo) readWorkFile(rel string) (*fileState, error) {
+	f, err := r.wt.Read(rel)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if f == nil {
+		return nil, nil
+	}
+	data := f.Data
+	if data == nil {
+		data = []byte{}
+	}
+	return &fileState{data: data, mode: gitMode(f.Mode), st: f.Stat}, nil
+}

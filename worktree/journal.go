@@ -1,4 +1,4 @@
-package gitmem
+package worktree
 
 import (
 	"bufio"
@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/memfsd/memfsd/worktree"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,22 +22,21 @@ import (
 // fsynced; after a power loss the work tree is what the filesystem kept,
 // as for any program's files.
 type replaceJournal struct {
-	wt *worktree.Dir // the work tree: the journal lives in its .git
+	wt *Dir // the work tree: the journal lives in its .git
 	f  *os.File
 }
 
-// journalRel is the journal, relative to the work tree: inside the .git
+// JournalRel is the replace journal, relative to the work tree: inside the .git
 // the agent's shell reaches, so it is opened through the work tree's
 // descriptor, never through a link, never a FIFO.
-const journalRel = ".git/memfsd/replacing"
+const JournalRel = ".git/memfsd/replacing"
 
-type journalEntry struct {
+// JournalEntry is one line of the journal: a replace of Path, from Old to New.
+type JournalEntry struct {
 	Path string `json:"path"`
 	Old  []byte `json:"old"`
 	New  []byte `json:"new"`
 }
-
-func newReplaceJournal() *replaceJournal { return &replaceJournal{} }
 
 // record notes that rel, holding old, is about to be overwritten with new.
 // The journal holds only the write in progress (cleared once it is done),
@@ -49,19 +46,19 @@ func (j *replaceJournal) record(rel string, old, new []byte) error {
 		if j.wt == nil {
 			return errors.New("journal: no work tree")
 		}
-		f, err := j.wt.OpenFile(journalRel, os.O_RDWR|os.O_CREATE, 0o600)
-		if errors.Is(err, worktree.ErrNotFile) || errors.Is(err, unix.ELOOP) {
+		f, err := j.wt.OpenFile(JournalRel, os.O_RDWR|os.O_CREATE, 0o600)
+		if errors.Is(err, ErrNotFile) || errors.Is(err, unix.ELOOP) {
 			// A link, FIFO or such put at its name (the agent's shell
 			// reaches .git): removed (the name itself), then made anew.
-			_ = j.wt.Remove(journalRel)
-			f, err = j.wt.OpenFile(journalRel, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			_ = j.wt.Remove(JournalRel)
+			f, err = j.wt.OpenFile(JournalRel, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		}
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 		j.f = f
 	}
-	line, err := json.Marshal(journalEntry{Path: rel, Old: old, New: new})
+	line, err := json.Marshal(JournalEntry{Path: rel, Old: old, New: new})
 	if err != nil {
 		return err
 	}
@@ -89,25 +86,22 @@ func (j *replaceJournal) done() {
 	j.f.Close()
 	j.f = nil
 	if j.wt != nil {
-		_ = j.wt.Remove(journalRel)
+		_ = j.wt.Remove(JournalRel)
 	}
 }
 
-// recoverTorn finishes the in-place write a killed memfsd left half done
-// and removes the journal; it returns the paths it repaired. It runs only
-// when no other memfsd process uses the repo (a live daemon's journal is
-// its own). A file that holds anything other than a mix of the recorded
+// RecoverTorn finishes the in-place write a killed memfsd left half done
+// and removes the journal; it returns the paths it repaired. The caller
+// runs it only when no other memfsd process uses the repo (a live
+// daemon's journal is its own). A file that holds anything other than a mix of the recorded
 // old and new versions (the agent wrote it since) is left alone; a
 // journal that cannot be read is reported and removed, never fatal.
-func (r *Repo) recoverTorn() []string {
-	if !r.soleOwner {
-		return nil
-	}
-	f, err := r.wt.Read(journalRel)
+func (wf *Files) RecoverTorn() []string {
+	f, err := wf.dir.Read(JournalRel)
 	if err != nil || f == nil {
 		if err != nil {
-			r.log.Warn("the replace journal is not a plain file; removed", "err", err)
-			_ = r.wt.Remove(journalRel)
+			wf.log.Warn("the replace journal is not a plain file; removed", "err", err)
+			_ = wf.dir.Remove(JournalRel)
 		}
 		return nil
 	}
@@ -115,27 +109,27 @@ func (r *Repo) recoverTorn() []string {
 	sc := bufio.NewScanner(bytes.NewReader(f.Data))
 	sc.Buffer(nil, 1<<30)
 	for sc.Scan() {
-		var e journalEntry
+		var e JournalEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // the line being written when memfsd died: its write had not begun
 		}
-		if _, err := worktree.Clean(e.Path); err != nil || r.symlinkedParent(e.Path) != "" {
+		if _, err := Clean(e.Path); err != nil || wf.symlinkedParent(e.Path) != "" {
 			continue
 		}
-		cur, err := r.readDisplacedAt(e.Path)
-		if err != nil || !cur.existed || cur.mode == filemode.Symlink || !torn(cur.data, e.Old, e.New) {
+		cur, err := wf.readDisplacedAt(e.Path)
+		if err != nil || !cur.Existed || cur.Mode == Symlink || !torn(cur.Data, e.Old, e.New) {
 			continue
 		}
-		if _, _, _, err := r.replaceWorkFile(e.Path, func(now displaced) ([]byte, filemode.FileMode, bool) {
-			return e.New, now.mode, now.existed && bytes.Equal(now.data, cur.data)
+		if _, _, _, err := wf.replaceWorkFile(e.Path, func(now Displaced) ([]byte, Mode, bool) {
+			return e.New, now.Mode, now.Existed && bytes.Equal(now.Data, cur.Data)
 		}); err != nil {
-			r.log.Warn("could not finish a replace a crash cut short", "path", e.Path, "err", err)
+			wf.log.Warn("could not finish a replace a crash cut short", "path", e.Path, "err", err)
 			continue
 		}
 		fixed = append(fixed, e.Path)
 	}
-	r.journal.done()
-	_ = r.wt.Remove(journalRel)
+	wf.journal.done()
+	_ = wf.dir.Remove(JournalRel)
 	return fixed
 }
 
