@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -309,4 +310,36 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		r.log.Warn("outgoing changes held back before the push (kept in the work tree, uncommitted)", "paths", len(heldBack))
 	}
 	return tip, done, nil
+}
+
+// holdBack commits, on top of tip, one `memfsd: hold back <path>` commit
+// per path (OutgoingPlan.HoldBack): the remote's version back in the tree
+// and in the index, the work tree left as the agent has it. The index entry
+// gets no stat, so the next scan hashes the file again and finds it an
+// uncommitted write, which the commit's guards judge as they judge any
+// direct write (held while it breaks its front matter, committed once
+// fixed). Nothing the agent wrote is moved or lost; only its commit does
+// not reach the remote. Called by checkOutgoing under r.mu, with the index
+// lock held.
+func (r *Repo) holdBack(paths []string, byPath map[string]OutgoingFile, ix *index.Index, tip, tipTree plumbing.Hash, res *CommitResult) (plumbing.Hash, plumbing.Hash, []string, error) {
+	var done []string
+	for _, p := range paths {
+		f, ok := byPath[p]
+		if !ok {
+			continue
+		}
+		c := gitstore.Change{Path: p}
+		if f.InRemote {
+			c.Hash, c.Mode = f.remote.Hash, f.remote.Mode
+			ix.Set(p, f.remote.Hash, f.remote.Mode, nil)
+		} else {
+			ix.Remove(p)
+		}
+		var err error
+		if tip, tipTree, err = r.commitChanges(tip, tipTree, []gitstore.Change{c}, "memfsd: hold back "+p, time.Now(), res); err != nil {
+			return tip, tipTree, done, err
+		}
+		done = append(done, p)
+	}
+	return tip, tipTree, done, nil
 }

@@ -139,7 +139,8 @@ func (r *Repo) Close() error {
 	return nil
 }
 
-// openTree holds the work tree open for every file step (see workfiles.go).
+// openTree holds the work tree open for every file step (worktree.Dir,
+// worktree.Files).
 func (r *Repo) openTree() error {
 	wt, err := worktree.OpenDir(r.Dir)
 	if err != nil {
@@ -324,4 +325,25 @@ func (r *Repo) CommitOperator(paths []string, message string) (plumbing.Hash, er
 		return res.Head, ErrNothingToCommit
 	}
 	return res.Head, nil
+}
+
+// lockWork begins a section under r.mu that may rewrite work files (a
+// fast-forward, a replay or restore, the outgoing check putting a
+// read-only block back), taking opts.WorkLock first. A writer that reads
+// a file and writes it back under WorkLock (the memory tool) then never
+// writes its old view over what the section put there: a pull waits for
+// the call, or the call reads what the pull wrote.
+func (r *Repo) lockWork() {
+	if r.opts.WorkLock != nil {
+		r.opts.WorkLock.Lock()
+	}
+	r.mu.Lock()
+}
+
+// unlockWork ends a section begun by lockWork.
+func (r *Repo) unlockWork() {
+	r.unlock()
+	if r.opts.WorkLock != nil {
+		r.opts.WorkLock.Unlock()
+	}
 }

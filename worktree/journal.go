@@ -16,7 +16,7 @@ import (
 // killed in the middle of one would leave the file holding the start of the
 // new version and the rest of the old. Open finds such a torn file from the
 // journal and finishes the write. The journal goes when the section under
-// r.mu that wrote it ends (Repo.unlock): by then every write is whole.
+// the repository's lock that wrote it ends (Files.Done): by then every write is whole.
 //
 // A process kill leaves the page cache intact, so the journal is not
 // fsynced; after a power loss the work tree is what the filesystem kept,
@@ -78,7 +78,7 @@ func (j *replaceJournal) written() {
 	}
 }
 
-// done removes the journal at the end of a section under r.mu.
+// done removes the journal at the end of a section (Files.Done).
 func (j *replaceJournal) done() {
 	if j.f == nil {
 		return

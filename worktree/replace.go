@@ -18,7 +18,7 @@ import (
 
 // leaseWait is how long a replace waits for another process to close a
 // file before it falls back to the rename-exchange (see replaceWorkFile).
-// One section under r.mu spends at most that much waiting in all: past it,
+// One section (up to Done) spends at most that much waiting in all: past it,
 // each further file gets leaseWaitSpent, so a pull over many files held
 // open cannot keep local writes waiting for long.
 var leaseWait = 2 * time.Second
