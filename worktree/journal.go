@@ -14,9 +14,10 @@ import (
 // replaceJournal records each in-place replace (see replaceWorkFile) before
 // it writes: a write into a file's own inode is not atomic, and a memfsd
 // killed in the middle of one would leave the file holding the start of the
-// new version and the rest of the old. Open finds such a torn file from the
-// journal and finishes the write. The journal goes when the section under
-// the repository's lock that wrote it ends (Files.Done): by then every write is whole.
+// new version and the rest of the old. RecoverTorn, at the next start,
+// finds such a torn file from the journal and finishes the write. The
+// journal goes when the section under the repository's lock that wrote it
+// ends (Files.Done): by then every write is whole.
 //
 // A process kill leaves the page cache intact, so the journal is not
 // fsynced; after a power loss the work tree is what the filesystem kept,
