@@ -45,7 +45,7 @@ type PathView struct {
 	Mode   filemode.FileMode // the work tree's mode: regular, executable or link (zero for a delete)
 	InHead bool
 	entry  object.TreeEntry
-	objs   *objectStore
+	objs   *gitstore.Objects
 }
 
 // Head reads HEAD's version of the path (nil when it is not in HEAD).
@@ -232,7 +232,7 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 		var e object.TreeEntry
 		inHead := false
 		if !parentTree.IsZero() {
-			if e, inHead, err = r.objs.entryAt(parentTree, p); err != nil {
+			if e, inHead, err = r.objs.EntryAt(parentTree, p); err != nil {
 				return res, err
 			}
 		}

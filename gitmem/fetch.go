@@ -14,31 +14,30 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
 )
 
+// Errors and relations of two histories are package ancestry's; these
+// names keep gitmem's API as it was for its callers.
 var (
 	// ErrNonFastForward: the remote moved on while we committed locally.
-	ErrNonFastForward = errors.New("non-fast-forward: local and remote both have new commits")
+	ErrNonFastForward = ancestry.ErrNonFastForward
 	// ErrUnrelatedHistory: local and remote share no commit.
-	ErrUnrelatedHistory = errors.New("unrelated histories: local and remote share no commit")
+	ErrUnrelatedHistory = ancestry.ErrUnrelatedHistory
 )
 
 // Relation is how the local branch stands against the remote branch.
-type Relation int
+type Relation = ancestry.Relation
 
 // Relations between local and remote.
 const (
-	Same Relation = iota
-	Ahead
-	Behind
-	Diverged
-	Unrelated
+	Same      = ancestry.Same
+	Ahead     = ancestry.Ahead
+	Behind    = ancestry.Behind
+	Diverged  = ancestry.Diverged
+	Unrelated = ancestry.Unrelated
 )
-
-func (rel Relation) String() string {
-	return [...]string{"same", "ahead", "behind", "diverged", "unrelated"}[rel]
-}
 
 func (r *Repo) session(_ context.Context, receive bool) (transport.Session, error) {
 	return remoteSession(r.Remote, receive)
@@ -127,95 +126,9 @@ func demuxSideband(l *capability.List, rd io.Reader) io.Reader {
 	return rd
 }
 
-// relate finds how local stands against remote. It walks both histories
-// back at once, one commit each in turn, so the common cases (ahead or
-// behind by a few commits) cost what the difference costs, not the history.
+// relate finds how local stands against remote (see ancestry.Relate).
 func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
-	rel, _, err := r.relateBase(local, remote)
-	return rel, err
-}
-
-// relateBase is relate that also returns, for Diverged, the commit where
-// the two walks met (the merge base of linear histories).
-func (r *Repo) relateBase(local, remote plumbing.Hash) (Relation, plumbing.Hash, error) {
-	switch {
-	case local == remote:
-		return Same, local, nil
-	case local.IsZero():
-		return Behind, local, nil
-	case remote.IsZero():
-		return Ahead, remote, nil
-	}
-	fromLocal := newWalker(r.objs, local)
-	fromRemote := newWalker(r.objs, remote)
-	meet := func(w, other *walker) (plumbing.Hash, bool) {
-		for _, h := range w.fresh {
-			if other.seen[h] {
-				return h, true
-			}
-		}
-		return plumbing.ZeroHash, false
-	}
-	for !fromLocal.done() || !fromRemote.done() {
-		if ok, err := fromLocal.step(); err != nil {
-			return 0, plumbing.ZeroHash, err
-		} else if ok && fromLocal.seen[remote] {
-			return Ahead, remote, nil
-		}
-		if ok, err := fromRemote.step(); err != nil {
-			return 0, plumbing.ZeroHash, err
-		} else if ok && fromRemote.seen[local] {
-			return Behind, local, nil
-		}
-		// The walks met below both tips: a common ancestor that is
-		// neither tip. (Misreading a rare merge-shaped "behind" as
-		// diverged is harmless: the replay then has nothing to replay.)
-		if h, ok := meet(fromLocal, fromRemote); ok {
-			return Diverged, h, nil
-		}
-		if h, ok := meet(fromRemote, fromLocal); ok {
-			return Diverged, h, nil
-		}
-	}
-	return Unrelated, plumbing.ZeroHash, nil
-}
-
-// walker visits a commit's ancestors breadth-first.
-type walker struct {
-	objs  *objectStore
-	queue []plumbing.Hash
-	seen  map[plumbing.Hash]bool
-	order []plumbing.Hash
-	fresh []plumbing.Hash // commits first seen by the last step
-}
-
-func newWalker(objs *objectStore, start plumbing.Hash) *walker {
-	return &walker{objs: objs, queue: []plumbing.Hash{start}, seen: map[plumbing.Hash]bool{start: true}}
-}
-
-func (w *walker) done() bool { return len(w.queue) == 0 }
-
-// step visits one commit; false when nothing was left.
-func (w *walker) step() (bool, error) {
-	if len(w.queue) == 0 {
-		return false, nil
-	}
-	h := w.queue[0]
-	w.queue = w.queue[1:]
-	w.order = append(w.order, h)
-	c, err := w.objs.Commit(h)
-	if err != nil {
-		return false, err
-	}
-	w.fresh = w.fresh[:0]
-	for _, p := range c.ParentHashes {
-		if !w.seen[p] {
-			w.seen[p] = true
-			w.queue = append(w.queue, p)
-			w.fresh = append(w.fresh, p)
-		}
-	}
-	return true, nil
+	return ancestry.Relate(r.objs, local, remote)
 }
 
 // PullResult says what a pull did.

@@ -12,7 +12,7 @@ import (
 // historyReader is the repository's history.Reader.
 func (r *Repo) historyReader() history.Reader {
 	return history.Reader{
-		Objects: r.objs.Objects, GitDir: r.GitDir, Branch: r.opts.Branch,
+		Objects: r.objs, GitDir: r.GitDir, Branch: r.opts.Branch,
 		Head: r.Head, Locked: r.underLock,
 		Step: func() {
 			if r.historyStep != nil {
@@ -42,15 +42,15 @@ func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
 // the batch found them.
 func (b *Batch) Trees() (history.TreeReader, plumbing.Hash, error) {
 	if b.head.IsZero() {
-		return history.TreeReader{Objects: b.r.objs.Objects}, plumbing.ZeroHash, nil
+		return history.TreeReader{Objects: b.r.objs}, plumbing.ZeroHash, nil
 	}
 	tree, err := b.r.objs.CommitTree(b.head)
-	return history.TreeReader{Objects: b.r.objs.Objects}, tree, err
+	return history.TreeReader{Objects: b.r.objs}, tree, err
 }
 
 // Trees is a history.TreeReader and the remote tip's tree.
 func (o OutgoingRemote) Trees() (history.TreeReader, plumbing.Hash) {
-	return history.TreeReader{Objects: o.r.objs.Objects}, o.tree
+	return history.TreeReader{Objects: o.r.objs}, o.tree
 }
 
 // HeadBlob is the blob id of HEAD's version (zero when not in HEAD).
@@ -74,5 +74,5 @@ func (r *Repo) WithTreesAt(commit plumbing.Hash, f func(history.TreeReader, plum
 		}
 		tree = t
 	}
-	return f(history.TreeReader{Objects: r.objs.Objects}, tree)
+	return f(history.TreeReader{Objects: r.objs}, tree)
 }

@@ -22,7 +22,10 @@ var engineLayers = []struct {
 	{"git's formats", []string{"gitfmt/"}},
 	{"object store, refs and the index", []string{"gitstore", "indexfile"}},
 	{"work tree", []string{"worktree"}},
-	{"embedded remote and history", []string{"embedded", "history"}},
+	// The repository's parts, each a noun with one job, none importing
+	// another's repository: the embedded remote, history reads, how two
+	// histories stand, the replay onto a remote tip.
+	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay"}},
 	{"repository", []string{"gitmem"}},
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
+	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
 )
 
@@ -77,7 +77,7 @@ func (r *Repo) MirrorPosition() (MirrorPosition, error) {
 	if !p.Mirror.IsZero() && !r.objs.Has(p.Mirror) {
 		p.Mirror = plumbing.ZeroHash // gone from our store: count everything
 	}
-	if _, p.Pending, _, err = r.aheadBehind(p.Primary, p.Mirror); err != nil {
+	if _, p.Pending, _, err = ancestry.AheadBehind(r.objs, p.Primary, p.Mirror); err != nil {
 		return p, fmt.Errorf("mirror position: %w", err)
 	}
 	return p, nil
@@ -229,7 +229,7 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 		rel, base := Unrelated, plumbing.ZeroHash
 		if r.objs.Has(from) {
 			var err error
-			if rel, base, err = r.relateBase(tip, from); err != nil {
+			if rel, base, err = ancestry.RelateBase(r.objs, tip, from); err != nil {
 				return p, err
 			}
 		}
@@ -242,30 +242,20 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 		}
 	}
 	if stop != tip { // stop == tip: a mirror ahead on the same line, nothing to send
-		w := newWalker(r.objs, tip)
-		if !stop.IsZero() {
-			w.seen[stop] = true
+		var err error
+		if p.commits, err = ancestry.Since(r.objs, tip, stop); err != nil {
+			return p, err
 		}
-		for !w.done() {
-			if _, err := w.step(); err != nil {
-				return p, err
-			}
-		}
-		p.commits = slices.Clone(w.order)
-		slices.Reverse(p.commits)
 		p.fresh = len(p.commits)
 		if stop.IsZero() && !from.IsZero() && !opts.Ours.IsZero() && r.objs.Has(opts.Ours) {
 			// The whole history goes (the mirror's tip is not ours to
 			// build on), but only what came after the tip memfsd last put
 			// there is new to the mirror: that is the count.
-			w := newWalker(r.objs, tip)
-			w.seen[opts.Ours] = true
-			for !w.done() {
-				if _, err := w.step(); err != nil {
-					return p, err
-				}
+			fresh, err := ancestry.Since(r.objs, tip, opts.Ours)
+			if err != nil {
+				return p, err
 			}
-			p.fresh = len(w.order)
+			p.fresh = len(fresh)
 		}
 	}
 	var err error

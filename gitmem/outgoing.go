@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
@@ -22,7 +23,7 @@ type OutgoingFile struct {
 	InRemote      bool
 	InLocal       bool
 	remote, local object.TreeEntry
-	objs          *objectStore
+	objs          *gitstore.Objects
 }
 
 // Remote reads the remote tip's version (nil when absent there).
@@ -84,7 +85,7 @@ func (o OutgoingRemote) Files() (int, error) {
 
 // Entry is path's blob id and mode at the remote tip (zero when absent).
 func (o OutgoingRemote) Entry(path string) (plumbing.Hash, filemode.FileMode, error) {
-	e, ok, err := o.r.objs.entryAt(o.tree, path)
+	e, ok, err := o.r.objs.EntryAt(o.tree, path)
 	if err != nil || !ok {
 		return plumbing.ZeroHash, 0, err
 	}
@@ -103,7 +104,7 @@ func (o OutgoingRemote) Unchanged(base plumbing.Hash, path string) (bool, error)
 	if base.IsZero() || !o.r.objs.Has(base) {
 		return false, nil
 	}
-	commits, err := o.r.commitsSince(o.Tip, base)
+	commits, err := ancestry.CommitsSince(o.r.objs, o.Tip, base)
 	if errors.Is(err, ErrNonFastForward) || errors.Is(err, ErrUnrelatedHistory) {
 		return false, nil // base is not an ancestor of the tip
 	}
@@ -115,7 +116,7 @@ func (o OutgoingRemote) Unchanged(base plumbing.Hash, path string) (bool, error)
 		if err != nil {
 			return object.TreeEntry{}, err
 		}
-		e, _, err := o.r.objs.entryAt(tree, path)
+		e, _, err := o.r.objs.EntryAt(tree, path)
 		return e, err
 	}
 	want, err := entry(base)

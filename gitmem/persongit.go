@@ -226,7 +226,7 @@ func (r *Repo) CommitStaged(paths []string, message string, who Signature) (plum
 		var e object.TreeEntry
 		inHead := false
 		if !parentTree.IsZero() {
-			if e, inHead, err = r.objs.entryAt(parentTree, p); err != nil {
+			if e, inHead, err = r.objs.EntryAt(parentTree, p); err != nil {
 				return parent, err
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -160,14 +160,14 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 	if remote == p.local {
 		return p, gitstore.SetRef(r.GitDir, r.trackingRef(), p.local, r.opts.LockWait, r.spares)
 	}
-	if p.commits, err = r.commitsSince(p.local, remote); err != nil {
+	if p.commits, err = ancestry.CommitsSince(r.objs, p.local, remote); err != nil {
 		return p, err
 	}
 	if tip, restored, err := r.checkOutgoing(remote, p.local); err != nil {
 		return p, fmt.Errorf("outgoing check: %w", err)
 	} else if tip != p.local {
 		p.local, p.restored = tip, restored
-		if p.commits, err = r.commitsSince(p.local, remote); err != nil {
+		if p.commits, err = ancestry.CommitsSince(r.objs, p.local, remote); err != nil {
 			return p, err
 		}
 	}
@@ -236,39 +236,6 @@ func (r *Repo) lockedHead() (plumbing.Hash, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	return r.Head()
-}
-
-// commitsSince lists the commits reachable from local but not from remote,
-// oldest first. It walks back from local and stops at remote: the usual
-// case costs the number of new commits. When remote is not an ancestor
-// (someone else pushed), it reports the relation as an error.
-func (r *Repo) commitsSince(local, remote plumbing.Hash) ([]plumbing.Hash, error) {
-	if !remote.IsZero() {
-		if !r.objs.Has(remote) {
-			return nil, ErrNonFastForward // the remote has commits we never fetched
-		}
-		rel, err := r.relate(local, remote)
-		if err != nil {
-			return nil, err
-		}
-		switch rel {
-		case Diverged, Behind:
-			return nil, ErrNonFastForward
-		case Unrelated:
-			return nil, ErrUnrelatedHistory
-		}
-	}
-	// Ahead: every path back from local reaches remote (or the root).
-	w := newWalker(r.objs, local)
-	w.seen[remote] = true
-	for !w.done() {
-		if _, err := w.step(); err != nil {
-			return nil, err
-		}
-	}
-	out := slices.Clone(w.order)
-	slices.Reverse(out)
-	return out, nil
 }
 
 // buildPack packs the commits and the trees and blobs each introduces over

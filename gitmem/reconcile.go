@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/replay"
 )
 
 // BackupRefPrefix names the refs that keep a local tip before a restore.
@@ -130,9 +133,10 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		res.Head = target
 		return !restored, nil // a restore commit on top is ours to push
 	case Diverged, Unrelated:
-		var rr replayResult
+		var rr replay.Result
+		who := object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email}
 		if rel == Diverged {
-			if rr, err = r.replay(local, remote); err == nil {
+			if rr, err = replay.Replay(r.objs, local, remote, who); err == nil {
 				rr.Head, _, err = r.checkIncoming(local, remote, rr.Head)
 			}
 		} else {
@@ -140,7 +144,7 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 				return false, err
 			}
 			r.log.Warn("remote history replaced; local tip backed up", "backup", res.Backup, "old_tip", local.String())
-			rr, err = r.restore(local, remote)
+			rr, err = r.restore(local, remote, who)
 		}
 		if err != nil {
 			return false, fmt.Errorf("replay: %w", err)
@@ -156,6 +160,19 @@ func (r *Repo) integrate(lastPushed, remote plumbing.Hash, round int, res *Recon
 		res.Conflicts = append(res.Conflicts, rr.Conflicts...)
 	}
 	return false, nil
+}
+
+// restore is replay.Restore with local's and remote's files.
+func (r *Repo) restore(local, remote plumbing.Hash, who object.Signature) (replay.Result, error) {
+	mine := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(local, mine); err != nil {
+		return replay.Result{Head: remote}, err
+	}
+	theirs := map[string]object.TreeEntry{}
+	if err := r.flattenCommit(remote, theirs); err != nil {
+		return replay.Result{Head: remote}, err
+	}
+	return replay.Restore(r.objs, local, remote, mine, theirs, who)
 }
 
 // lockedRef reads a ref under r.mu.
@@ -246,7 +263,7 @@ func (r *Repo) rewritten(lastPushed, remote plumbing.Hash) bool {
 	if lastPushed.IsZero() || lastPushed == remote || !r.objs.Has(lastPushed) {
 		return false
 	}
-	ok, err := r.reaches(remote, lastPushed)
+	ok, err := ancestry.Reaches(r.objs, remote, lastPushed)
 	return err == nil && !ok
 }
 

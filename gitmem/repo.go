@@ -97,7 +97,7 @@ type Repo struct {
 	mu        sync.Mutex
 	ixf       *indexfile.File // .git/index, as last read or written
 	st        *filesystem.Storage
-	objs      *objectStore
+	objs      *gitstore.Objects
 	spares    *gitstore.Spares
 	bg        *background     // a repack and its goroutines: Close waits
 	owner     *os.File        // shared flock: see claim
@@ -222,7 +222,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 	gitDir := filepath.Join(dir, ".git")
 	st := filesystem.NewStorageWithOptions(gitstore.NewGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
 	sp := gitstore.NewSpares(gitDir)
-	objs := newObjectStore(gitDir, st, !opts.NoSync)
+	objs := gitstore.OpenObjects(gitDir, st, !opts.NoSync)
 	objs.Spares = sp
 	return &Repo{
 		Dir:    dir,

@@ -326,7 +326,7 @@ func (r *Repo) ChangeKind(path string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if _, tracked, err = r.objs.entryAt(tree, p); err != nil {
+		if _, tracked, err = r.objs.EntryAt(tree, p); err != nil {
 			return "", err
 		}
 	}
@@ -411,7 +411,7 @@ func (r *Repo) fileAt(ref func() (plumbing.Hash, error), path string) ([]byte, b
 	if err != nil {
 		return nil, false, err
 	}
-	e, ok, err := r.objs.entryAt(tree, p)
+	e, ok, err := r.objs.EntryAt(tree, p)
 	if err != nil || !ok {
 		return nil, false, err
 	}

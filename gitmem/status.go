@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memfsd/memfsd/ancestry"
 )
 
 // Status is the state of the branch against the last known remote tip.
@@ -55,77 +57,10 @@ func (r *Repo) position() (Status, error) {
 	if st.RemoteHead, err = r.RemoteHead(); err != nil {
 		return st, fmt.Errorf("status: %w", err)
 	}
-	if st.Relation, st.Ahead, st.Behind, err = r.aheadBehind(st.Head, st.RemoteHead); err != nil {
+	if st.Relation, st.Ahead, st.Behind, err = ancestry.AheadBehind(r.objs, st.Head, st.RemoteHead); err != nil {
 		return st, fmt.Errorf("status: %w", err)
 	}
 	return st, nil
-}
-
-// aheadBehind counts the commits on each side only.
-func (r *Repo) aheadBehind(local, remote plumbing.Hash) (Relation, int, int, error) {
-	rel, base, err := r.relateBase(local, remote)
-	if err != nil {
-		return rel, 0, 0, err
-	}
-	only := func(from, stop plumbing.Hash) (map[plumbing.Hash]bool, error) {
-		if from.IsZero() {
-			return nil, nil
-		}
-		w := newWalker(r.objs, from)
-		if !stop.IsZero() {
-			w.seen[stop] = true
-		}
-		for !w.done() {
-			if _, err := w.step(); err != nil {
-				return nil, err
-			}
-		}
-		set := make(map[plumbing.Hash]bool, len(w.order))
-		for _, h := range w.order {
-			set[h] = true
-		}
-		return set, nil
-	}
-	switch rel {
-	case Same:
-		return rel, 0, 0, nil
-	case Ahead:
-		a, err := only(local, remote)
-		return rel, len(a), 0, err
-	case Behind:
-		b, err := only(remote, local)
-		return rel, 0, len(b), err
-	case Diverged:
-		// Count each side down to where the walks met: exact for the
-		// linear histories memfsd makes, and it costs the divergence.
-		a, err := only(local, base)
-		if err != nil {
-			return rel, 0, 0, err
-		}
-		b, err := only(remote, base)
-		return rel, len(a), len(b), err
-	}
-	// Unrelated: whole histories, then the difference.
-	a, err := only(local, plumbing.ZeroHash)
-	if err != nil {
-		return rel, 0, 0, err
-	}
-	b, err := only(remote, plumbing.ZeroHash)
-	if err != nil {
-		return rel, 0, 0, err
-	}
-	ahead, behind := 0, 0
-	for h := range a {
-		if !b[h] {
-			ahead++
-		}
-	}
-	for h := range b {
-		if !a[h] {
-			behind++
-		}
-	}
-	return rel, ahead, behind, nil
 }
 
 // FindCommit walks HEAD's first-parent chain back at most limit commits,

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-git/v5/storage/filesystem"
-
 	"github.com/memfsd/memfsd/gitstore"
 )
 
@@ -40,15 +38,6 @@ var ErrGCRunning = gitstore.ErrGCRunning
 // behind (see gitstore.ClearStaleLocks).
 func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) error {
 	return gitstore.ClearStaleLocks(gitDir, maxAge, log)
-}
-
-// objectStore is the repository's object store with the lookups that
-// only the repository's walks need (entryAt, clashesAt, findPrefix, ...).
-type objectStore struct{ *gitstore.Objects }
-
-// newObjectStore opens the object store of gitDir (see gitstore.OpenObjects).
-func newObjectStore(gitDir string, st *filesystem.Storage, sync bool) *objectStore {
-	return &objectStore{gitstore.OpenObjects(gitDir, st, sync)}
 }
 
 // SyncFiles makes every file written so far on the repository's

@@ -103,7 +103,7 @@ func (r *Repo) RestoreMissing(paths []string) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		e, ok, err := r.objs.entryAt(tree, p)
+		e, ok, err := r.objs.EntryAt(tree, p)
 		if err != nil {
 			return out, err
 		}

@@ -98,3 +98,67 @@ func allDeletes(cs []Change) bool {
 	}
 	return true
 }
+
+// EntryAt finds the file at p in tree (ok false when absent or a folder).
+func (s *Objects) EntryAt(tree plumbing.Hash, p string) (object.TreeEntry, bool, error) {
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		t, err := s.Tree(tree)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		var found *object.TreeEntry
+		for k := range t.Entries {
+			if t.Entries[k].Name == name {
+				found = &t.Entries[k]
+				break
+			}
+		}
+		if found == nil {
+			return object.TreeEntry{}, false, nil
+		}
+		if i == len(parts)-1 {
+			if found.Mode == filemode.Dir || found.Mode == filemode.Submodule {
+				return object.TreeEntry{}, false, nil
+			}
+			return *found, true, nil
+		}
+		if found.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		tree = found.Hash
+	}
+	return object.TreeEntry{}, false, nil
+}
+
+// ClashesAt reports whether a file at p would clash with tree: a folder
+// stands at p, or a file stands where one of p's folders goes.
+func (s *Objects) ClashesAt(tree plumbing.Hash, p string) (bool, error) {
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		t, err := s.Tree(tree)
+		if err != nil {
+			return false, err
+		}
+		var found *object.TreeEntry
+		for k := range t.Entries {
+			if t.Entries[k].Name == name {
+				found = &t.Entries[k]
+				break
+			}
+		}
+		if found == nil {
+			return false, nil
+		}
+		last := i == len(parts)-1
+		isDir := found.Mode == filemode.Dir
+		switch {
+		case last:
+			return isDir, nil
+		case !isDir:
+			return true, nil // a file where our folder goes
+		}
+		tree = found.Hash
+	}
+	return false, nil
+}
