@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/wire"
 )
 
 // Errors and relations of two histories are package ancestry's; these
@@ -40,7 +39,7 @@ const (
 )
 
 func (r *Repo) session(_ context.Context, receive bool) (transport.Session, error) {
-	return remoteSession(r.Remote, receive)
+	return wire.Session(r.Remote.URL, r.Remote.Auth, receive)
 }
 
 // Fetch downloads the remote branch and moves the remote-tracking ref. It
@@ -116,16 +115,6 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	return tip, nil
 }
 
-func demuxSideband(l *capability.List, rd io.Reader) io.Reader {
-	switch {
-	case l.Supports(capability.Sideband64k):
-		return sideband.NewDemuxer(sideband.Sideband64k, rd)
-	case l.Supports(capability.Sideband):
-		return sideband.NewDemuxer(sideband.Sideband, rd)
-	}
-	return rd
-}
-
 // relate finds how local stands against remote (see ancestry.Relate).
 func (r *Repo) relate(local, remote plumbing.Hash) (Relation, error) {
 	return ancestry.Relate(r.objs, local, remote)
@@ -196,7 +185,7 @@ func (r *Repo) downloadPack(ctx context.Context, sess transport.UploadPackSessio
 	}
 	defer resp.Close()
 
-	pk, err := gitstore.StagePack(ctx, filepath.Join(r.GitDir, "objects", "pack"), demuxSideband(req.Capabilities, resp), r.objs.Sync)
+	pk, err := gitstore.StagePack(ctx, filepath.Join(r.GitDir, "objects", "pack"), wire.DemuxSideband(req.Capabilities, resp), r.objs.Sync)
 	if err != nil {
 		return nil, fmt.Errorf("download pack: %w", err)
 	}

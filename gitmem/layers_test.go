@@ -24,8 +24,9 @@ var engineLayers = []struct {
 	{"work tree", []string{"worktree"}},
 	// The repository's parts, each a noun with one job, none importing
 	// another's repository: the embedded remote, history reads, how two
-	// histories stand, the replay onto a remote tip.
-	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay"}},
+	// histories stand, the replay onto a remote tip, the protocol's client
+	// side.
+	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay", "wire"}},
 	{"repository", []string{"gitmem"}},
 }
 

@@ -8,10 +8,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
 	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/wire"
 )
 
 // mirrorRefPrefix holds, per branch, the tip memfsd last pushed to the
@@ -111,7 +111,7 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 		return res, err
 	}
 	res.Tip = tip
-	s, err := remoteSession(m, true)
+	s, err := wire.Session(m.URL, m.Auth, true)
 	if err != nil {
 		return res, err
 	}
@@ -139,7 +139,7 @@ func (r *Repo) pushMirror(ctx context.Context, m Remote, opts MirrorOptions) (Mi
 	}
 	res.Replaced = plan.replaced
 	if res.From != tip {
-		if err := sendUpdate(ctx, sess, caps, r.branchRef(), res.From, tip, plan.pack); err != nil {
+		if err := wire.SendUpdate(ctx, sess, caps, r.branchRef(), res.From, tip, plan.pack); err != nil {
 			return res, err
 		}
 		res.Commits, res.Objects = plan.fresh, plan.objects
@@ -259,22 +259,6 @@ func (r *Repo) planMirror(tip, from plumbing.Hash, opts MirrorOptions) (mirrorPl
 		}
 	}
 	var err error
-	p.pack, p.objects, err = r.buildPack(p.commits)
+	p.pack, p.objects, err = wire.BuildPack(r.objs, p.commits)
 	return p, err
-}
-
-// remoteSession opens a receive-pack (or upload-pack) session with m.
-func remoteSession(m Remote, receive bool) (transport.Session, error) {
-	ep, err := transport.NewEndpoint(m.URL)
-	if err != nil {
-		return nil, fmt.Errorf("remote url: %w", err)
-	}
-	cl, err := client.NewClient(ep)
-	if err != nil {
-		return nil, err
-	}
-	if receive {
-		return cl.NewReceivePackSession(ep, m.Auth)
-	}
-	return cl.NewUploadPackSession(ep, m.Auth)
 }

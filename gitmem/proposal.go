@@ -15,6 +15,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/wire"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -82,7 +83,7 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 func (r *Repo) PushNewBranch(ctx context.Context, ref string, h plumbing.Hash) error {
 	var pack []byte
 	var err error
-	r.underLock(func() { pack, _, err = r.buildPack([]plumbing.Hash{h}) })
+	r.underLock(func() { pack, _, err = wire.BuildPack(r.objs, []plumbing.Hash{h}) })
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
@@ -92,7 +93,7 @@ func (r *Repo) PushNewBranch(ctx context.Context, ref string, h plumbing.Hash) e
 	}
 	sess := s.(transport.ReceivePackSession)
 	defer sess.Close()
-	if err := sendUpdate(ctx, sess, capability.NewList(), ref, plumbing.ZeroHash, h, pack); err != nil {
+	if err := wire.SendUpdate(ctx, sess, capability.NewList(), ref, plumbing.ZeroHash, h, pack); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	return nil

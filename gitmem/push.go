@@ -1,20 +1,17 @@
 package gitmem
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/wire"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -102,7 +99,7 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	if err != nil || local == remote {
 		return res, err
 	}
-	if err := sendUpdate(ctx, sess, caps, r.branchRef(), remote, local, out.pack); err != nil {
+	if err := wire.SendUpdate(ctx, sess, caps, r.branchRef(), remote, local, out.pack); err != nil {
 		return res, err
 	}
 	res.Commits, res.Objects = len(out.commits), out.objects
@@ -110,33 +107,6 @@ func (r *Repo) sendPush(ctx context.Context, sess transport.ReceivePackSession, 
 	defer r.unlock()
 	return res, gitstore.SetRef(r.GitDir, r.trackingRef(), local, r.opts.LockWait, r.spares)
 }
-
-// sendUpdate sends one ref update, old → new, with pack, asking for
-// report-status: a refused pack or update is a *refusedError.
-func sendUpdate(ctx context.Context, sess transport.ReceivePackSession, caps *capability.List, ref string, old, new plumbing.Hash, pack []byte) error {
-	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	// Without report-status a refused update comes back as success.
-	if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
-		return err
-	}
-	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(ref), Old: old, New: new}}
-	req.Packfile = io.NopCloser(bytes.NewReader(pack))
-	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil {
-		if rerr := rs.Error(); rerr != nil {
-			return &refusedError{err: rerr}
-		}
-	}
-	return err
-}
-
-// refusedError is a push the server answered with a report refusing the
-// pack or the ref update (report-status: "unpack <reason>" or "ng <ref>
-// <reason>"). The text is go-git's, unchanged.
-type refusedError struct{ err error }
-
-func (e *refusedError) Error() string { return e.err.Error() }
-func (e *refusedError) Unwrap() error { return e.err }
 
 // pushPlan is what a push sends, prepared under r.mu.
 type pushPlan struct {
@@ -174,7 +144,7 @@ func (r *Repo) preparePush(remote plumbing.Hash) (pushPlan, error) {
 	if err := r.checkRange(p.commits); err != nil {
 		return p, err
 	}
-	p.pack, p.objects, err = r.buildPack(p.commits)
+	p.pack, p.objects, err = wire.BuildPack(r.objs, p.commits)
 	return p, err
 }
 
@@ -236,42 +206,4 @@ func (r *Repo) lockedHead() (plumbing.Hash, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	return r.Head()
-}
-
-// buildPack packs the commits and the trees and blobs each introduces over
-// its parents.
-func (r *Repo) buildPack(commits []plumbing.Hash) ([]byte, int, error) {
-	seen := map[plumbing.Hash]bool{}
-	for _, h := range commits {
-		c, err := r.objs.Commit(h)
-		if err != nil {
-			return nil, 0, err
-		}
-		seen[h] = true
-		var base plumbing.Hash
-		if len(c.ParentHashes) > 0 {
-			p, err := r.objs.Commit(c.ParentHashes[0])
-			if err != nil {
-				return nil, 0, err
-			}
-			base = p.TreeHash
-		}
-		if err := r.objs.NewObjects(base, c.TreeHash, seen); err != nil {
-			return nil, 0, err
-		}
-	}
-	hashes := make([]plumbing.Hash, 0, len(seen))
-	for h := range seen {
-		hashes = append(hashes, h)
-	}
-	var buf bytes.Buffer
-	err := r.objs.RetryStale(func() error {
-		buf.Reset()
-		_, err := packfile.NewEncoder(&buf, r.objs.Reader, false).Encode(hashes, 0)
-		return err
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("build pack: %w", err)
-	}
-	return buf.Bytes(), len(hashes), nil
 }

@@ -7,16 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/memfsd/memfsd/ancestry"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/replay"
+	"github.com/memfsd/memfsd/wire"
 )
 
 // BackupRefPrefix names the refs that keep a local tip before a restore.
@@ -88,7 +87,7 @@ func (r *Repo) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Pushed += pr.Commits
 			return res, nil
 		}
-		if !errors.Is(err, ErrNonFastForward) && !isRemoteRejection(err) {
+		if !errors.Is(err, ErrNonFastForward) && !wire.IsRemoteRejection(err) {
 			return res, fmt.Errorf("push: %w", err)
 		}
 		r.log.Info("another writer pushed first; integrating again", "round", round+1)
@@ -193,7 +192,7 @@ func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
 		return PushResult{}, false, err
 	}
 	pr, err := r.pushDirect(ctx, lastKnown)
-	var refused *refusedError
+	var refused *wire.RefusedError
 	switch {
 	case err == nil:
 		return pr, true, nil
@@ -205,39 +204,18 @@ func (r *Repo) pushIfOnlyAhead(ctx context.Context) (PushResult, bool, error) {
 		// and integrate, then push against the tip it advertises.
 		r.log.Info("the remote refused a push on the tip last seen there; fetching", "last_known", gitstore.Short(lastKnown), "err", err)
 		return PushResult{}, false, nil
-	case shortcutRefused(err):
+	case wire.ShortcutRefused(err):
 		r.log.Debug("the server refused a push without the ref advertisement; pushing in two requests", "err", err)
 		pr, err = r.push(ctx)
 	}
 	switch {
 	case err == nil:
 		return pr, true, nil
-	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), isRemoteRejection(err), errors.As(err, &refused):
+	case errors.Is(err, ErrNonFastForward), errors.Is(err, ErrUnrelatedHistory), wire.IsRemoteRejection(err), errors.As(err, &refused):
 		// The two-request push found the remote moved on: integrate.
 		return PushResult{}, false, nil
 	}
 	return pr, false, err
-}
-
-// shortcutRefused reports an answer that says the server does not take a
-// receive-pack POST without the advertisement first (a 4xx other than
-// auth and not-found, or a reply that is not a report).
-func shortcutRefused(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ue *plumbing.UnexpectedError
-	var he *githttp.Err
-	if errors.As(err, &ue) {
-		errors.As(ue.Err, &he)
-	} else {
-		errors.As(err, &he)
-	}
-	if he != nil && he.Response != nil {
-		c := he.Response.StatusCode
-		return c >= 400 && c < 500 && c != 401 && c != 403 && c != 404 && c != 429
-	}
-	return false
 }
 
 // onlyAhead reports whether the branch only adds commits to the last known
@@ -298,15 +276,4 @@ func (r *Repo) Backups() ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// isRemoteRejection matches go-git's push rejections, which are text only.
-func isRemoteRejection(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"non-fast-forward", "failed to update ref", "fetch first", "cannot lock ref", "stale info"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }
