@@ -4,22 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/ancestry"
+	"github.com/memfsd/memfsd/backups"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/replay"
 	"github.com/memfsd/memfsd/wire"
 )
 
-// BackupRefPrefix names the refs that keep a local tip before a restore.
-const BackupRefPrefix = "refs/memfsd/backup/"
+// Backup refs are package backups'; these names keep gitmem's API as it
+// was for its callers.
+const (
+	// BackupRefPrefix names the refs that keep a local tip before a restore.
+	BackupRefPrefix = backups.RefPrefix
+	// DefaultBackupMaxAge is the age past which PruneBackups may remove a backup ref.
+	DefaultBackupMaxAge = backups.DefaultMaxAge
+	// DefaultBackupKeep is how many of the newest backup refs PruneBackups always keeps.
+	DefaultBackupKeep = backups.DefaultKeep
+)
 
 // DefaultPushRounds bounds how often Reconcile fetches, integrates and
 // pushes again when another writer keeps winning the race.
@@ -245,35 +251,24 @@ func (r *Repo) rewritten(lastPushed, remote plumbing.Hash) bool {
 	return err == nil && !ok
 }
 
+// backups are the repository's backup refs.
+func (r *Repo) backups() backups.Refs {
+	return backups.Refs{GitDir: r.GitDir, LockWait: r.opts.LockWait, Spares: r.spares, Log: r.log}
+}
+
 // backup keeps tip under refs/memfsd/backup/<unix-seconds>.
 func (r *Repo) backup(tip plumbing.Hash) (string, error) {
-	now := time.Now().Unix()
-	for i := 0; ; i++ {
-		name := BackupRefPrefix + strconv.FormatInt(now+int64(i), 10)
-		if _, err := os.Stat(filepath.Join(r.GitDir, filepath.FromSlash(name))); err == nil {
-			continue
-		}
-		if err := gitstore.CASRef(r.GitDir, name, plumbing.ZeroHash, tip, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog("memfsd: backup before taking the remote's history")); err != nil {
-			return "", fmt.Errorf("backup %s: %w", gitstore.Short(tip), err)
-		}
-		return name, nil
-	}
+	return r.backups().Make(tip, r.objs.Sync, r.reflog("memfsd: backup before taking the remote's history"))
 }
 
 // Backups lists the backup refs.
-func (r *Repo) Backups() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(r.GitDir, "refs", "memfsd", "backup"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() && filepath.Ext(e.Name()) != ".lock" {
-			out = append(out, BackupRefPrefix+e.Name())
-		}
-	}
-	return out, nil
+func (r *Repo) Backups() ([]string, error) { return r.backups().List() }
+
+// PruneBackups deletes backup refs older than maxAge, always keeping the
+// newest keep of them, under the repository's lock (see backups.Refs.Prune
+// for the rule); it returns the refs removed, oldest first.
+func (r *Repo) PruneBackups(now time.Time, maxAge time.Duration, keep int) ([]string, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.backups().Prune(now, maxAge, keep)
 }
