@@ -26,7 +26,7 @@ var engineLayers = []struct {
 	// another's repository: the embedded remote, history reads, how two
 	// histories stand, the replay onto a remote tip, the protocol's client
 	// side.
-	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay", "wire", "backups"}},
+	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay", "wire", "backups", "mirrorpush"}},
 	{"repository", []string{"gitmem"}},
 }
 

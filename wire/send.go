@@ -145,3 +145,24 @@ func BuildPack(objs *gitstore.Objects, commits []plumbing.Hash) ([]byte, int, er
 	}
 	return buf.Bytes(), len(hashes), nil
 }
+
+// BranchTip reads ref's tip from the session's ref advertisement, with
+// the capabilities advertised: zero when the remote has no such ref or is
+// empty (then with no capabilities).
+func BranchTip(ctx context.Context, sess transport.Session, ref string) (plumbing.Hash, *capability.List, error) {
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil, err
+	}
+	if ar == nil {
+		return plumbing.ZeroHash, capability.NewList(), nil
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if r, ok := refs[plumbing.ReferenceName(ref)]; ok {
+		return r.Hash(), ar.Capabilities, nil
+	}
+	return plumbing.ZeroHash, ar.Capabilities, nil
+}
