@@ -5,22 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/memfsd/memfsd/gitfmt/pack"
 	"github.com/memfsd/memfsd/gitstore"
 )
 
@@ -60,7 +52,7 @@ type RepackResult struct {
 // index last) before anything goes.
 func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	var res RepackResult
-	ctx, done, err := r.bg.start(ctx) // Close cancels it and waits
+	ctx, done, err := r.bg.Start(ctx) // Close cancels it and waits
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
@@ -101,14 +93,14 @@ func (r *Repo) Repack(ctx context.Context, minLoose int) (RepackResult, error) {
 	}
 	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	objects = slices.Compact(objects)
-	name, err := r.writeDeltaPack(ctx, objDir, objects)
+	name, err := gitstore.WriteDeltaPack(ctx, r.bg, r.GitDir, objDir, objects, r.objs.Sync)
 	if gitstore.StalePacks(err) || errors.Is(err, fs.ErrNotExist) {
 		return res, fmt.Errorf("repack: %w: %v", ErrPacksChanged, err)
 	}
 	if err != nil {
 		return res, fmt.Errorf("repack: %w", err)
 	}
-	// Only now, and only what the new pack holds (writeDeltaPack checked
+	// Only now, and only what the new pack holds (WriteDeltaPack checked
 	// every object is in its index), goes. Under mu, briefly: memfsd's
 	// storage learns the new pack list, and the rolled-up packs go (a
 	// lookup must never find a pack listed but gone).
@@ -160,156 +152,8 @@ func (r *Repo) RepackDue() bool {
 // repackSlot lets one repack run at a time in the process.
 var repackSlot = make(chan struct{}, 1)
 
-// ctxObjects is the repack's object storage, whose reads fail once ctx is
-// done: the encoder then stops loading objects for its delta search. It
-// keeps go-git's DeltaObject, through which the encoder reuses the deltas
-// packs already hold.
-type ctxObjects struct {
-	*filesystem.Storage
-	ctx context.Context
-}
-
-func (c ctxObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if err := c.ctx.Err(); err != nil {
-		return nil, err
-	}
-	return c.Storage.EncodedObject(t, h)
-}
-
-func (c ctxObjects) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if err := c.ctx.Err(); err != nil {
-		return nil, err
-	}
-	return c.Storage.DeltaObject(t, h)
-}
-
-var _ storer.DeltaObjectStorer = ctxObjects{}
-
-// writeDeltaPack packs objects (loose or packed) with deltas into a new
-// pack and index, synced and renamed into place, and returns its name. It
-// reads through a storage of its own, so it needs no lock: objects never
-// change once written. Cancelling ctx stops it (nothing is removed before
-// the new pack is in place, so a stop loses nothing).
-func (r *Repo) writeDeltaPack(ctx context.Context, objDir string, objects []plumbing.Hash) (string, error) {
-	packDir := filepath.Join(objDir, "pack")
-	pf, err := os.CreateTemp(packDir, gitstore.RepackTempPrefix)
-	if err != nil {
-		return "", err
-	}
-	defer pf.Close()
-	pr, pw := io.Pipe()
-	st := filesystem.NewStorage(gitstore.NewGitFS(r.GitDir), cache.NewObjectLRU(32<<20))
-	encCtx, encDone, err := r.bg.start(ctx)
-	if err != nil {
-		st.Close()
-		os.Remove(pf.Name())
-		return "", err
-	}
-	go func() { // owns st; ends when the pack is written or the pipe is closed
-		defer encDone() // Close waits for this goroutine, st closed
-		defer st.Close()
-		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx}, false).Encode(objects, 10)
-		pw.CloseWithError(err) // an error reaches the indexer through the pipe
-	}()
-	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	type indexed struct {
-		idx *idxfile.MemoryIndex
-		sum plumbing.Hash
-		err error
-	}
-	got := make(chan indexed, 1)
-	go func() {
-		idx, sum, err := pack.IndexAt(ctx, pr, pf, true)
-		got <- indexed{idx, sum, err}
-	}()
-	res := <-got
-	idx, sum, err := res.idx, res.sum, res.err
-	stop()
-	// Not waiting for the encoder here: on a cancel it may still be in
-	// go-git's delta search, which cannot be stopped; its next object read
-	// (ctxObjects) or write (the closed pipe) fails and it ends by itself.
-	// Repo.Close waits for it.
-	pr.CloseWithError(errors.New("repack: the index stopped reading"))
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		os.Remove(pf.Name())
-		return "", err
-	}
-	if n, _ := idx.Count(); n != int64(len(objects)) {
-		os.Remove(pf.Name())
-		return "", fmt.Errorf("the new pack holds %d objects, not %d", n, len(objects))
-	}
-	for _, h := range objects {
-		if ok, _ := idx.Contains(h); !ok {
-			os.Remove(pf.Name())
-			return "", fmt.Errorf("the new pack lacks object %s", h)
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := idxfile.NewEncoder(&buf).Encode(idx); err != nil {
-		os.Remove(pf.Name())
-		return "", err
-	}
-	name := "pack-" + sum.String()
-	final := filepath.Join(packDir, name)
-	if err := gitstore.PublishPack(pf, buf.Bytes(), final, r.objs.Sync); err != nil {
-		return "", err
-	}
-	return name, nil
-}
-
 // takeGCPID takes .git/gc.pid as git gc does (see gitstore.TakeGCPID).
 func (r *Repo) takeGCPID() (func(), error) { return gitstore.TakeGCPID(r.GitDir) }
 
 // ErrClosed: the repository was closed; nothing more runs on it.
-var ErrClosed = errors.New("repository closed")
-
-// background is the long work a Repo runs beside its callers (a repack and
-// the goroutines it starts), which Close cancels and waits for: none of it
-// may outlive the Repo, its files open in .git.
-type background struct {
-	mu      sync.Mutex
-	closed  bool
-	wg      sync.WaitGroup
-	closing context.Context
-	close   context.CancelFunc
-}
-
-func newBackground() *background {
-	b := &background{}
-	b.closing, b.close = context.WithCancel(context.Background())
-	return b
-}
-
-// start registers one piece of work: ctx is also cancelled by Close, and
-// done (once, when the work has ended) lets Close return. ErrClosed once
-// Close has begun.
-func (b *background) start(ctx context.Context) (context.Context, func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, nil, ErrClosed
-	}
-	b.wg.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(b.closing, cancel)
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			stop()
-			cancel()
-			b.wg.Done()
-		})
-	}, nil
-}
-
-// stop cancels the work started and waits until all of it has ended.
-func (b *background) stop() {
-	b.mu.Lock()
-	b.closed = true
-	b.close()
-	b.mu.Unlock()
-	b.wg.Wait()
-}
+var ErrClosed = gitstore.ErrClosed

@@ -22,7 +22,7 @@ func repackGoroutines(working bool) string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "writeDeltaPack") {
+		if !strings.Contains(g, "gitstore.WriteDeltaPack") {
 			continue
 		}
 		if working && !strings.Contains(g, "packfile.") && !strings.Contains(g, "pack.IndexAt") {

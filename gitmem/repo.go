@@ -99,11 +99,11 @@ type Repo struct {
 	st        *filesystem.Storage
 	objs      *gitstore.Objects
 	spares    *gitstore.Spares
-	bg        *background     // a repack and its goroutines: Close waits
-	owner     *os.File        // shared flock: see claim
-	soleOwner bool            // no other memfsd process used the repo when it was claimed
-	wt        *worktree.Dir   // the work tree, held open
-	files     *worktree.Files // the work files' whole life, on wt
+	bg        *gitstore.Background // a repack and its goroutines: Close waits
+	owner     *os.File             // shared flock: see claim
+	soleOwner bool                 // no other memfsd process used the repo when it was claimed
+	wt        *worktree.Dir        // the work tree, held open
+	files     *worktree.Files      // the work files' whole life, on wt
 	log       *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
@@ -125,7 +125,7 @@ type Repo struct {
 // for until its goroutines have ended and closed their files; refilling
 // spare files) and closes its files.
 func (r *Repo) Close() error {
-	r.bg.stop()
+	r.bg.Stop()
 	r.spares.Stop()
 	r.objs.ReleaseKept()
 	r.objs.Close()
@@ -232,7 +232,7 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		st:     st,
 		objs:   objs,
 		spares: sp,
-		bg:     newBackground(),
+		bg:     gitstore.NewBackground(),
 		log:    opts.Logger,
 		ixf:    indexfile.New(gitDir, !opts.NoSync),
 	}
