@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,10 +23,10 @@ var engineLayers = []struct {
 	{"git's formats", []string{"gitfmt/"}},
 	{"object store, refs and the index", []string{"gitstore", "indexfile"}},
 	{"work tree", []string{"worktree"}},
-	// The repository's parts, each a noun with one job, none importing
-	// another's repository: the embedded remote, history reads, how two
-	// histories stand, the replay onto a remote tip, the protocol's client
-	// side.
+	// The repository's parts, each a noun with one job, beside one
+	// another: the embedded remote, history reads, how two histories
+	// stand, the replay onto a remote tip, the protocol's client side,
+	// the backup refs, the push to a mirror.
 	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay", "wire", "backups", "mirrorpush"}},
 	{"repository", []string{"gitmem"}},
 }
@@ -61,6 +62,7 @@ func TestLayers_ImportOnlyBelow(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, errb.String())
 	}
 	seen := make([]int, len(engineLayers))
+	named := map[string]int{} // packages found under each prefix of engineLayers
 	dec := json.NewDecoder(&out)
 	for {
 		var pkg struct {
@@ -77,6 +79,11 @@ func TestLayers_ImportOnlyBelow(t *testing.T) {
 			continue
 		}
 		seen[own]++
+		for _, pre := range engineLayers[own].prefixes {
+			if rel := strings.TrimPrefix(pkg.ImportPath, modulePath); rel == pre || strings.HasSuffix(pre, "/") && strings.HasPrefix(rel, pre) {
+				named[pre]++
+			}
+		}
 		for _, d := range pkg.Deps {
 			if l := layerOf(d); l > own {
 				above := "the module above the engine"
@@ -91,6 +98,37 @@ func TestLayers_ImportOnlyBelow(t *testing.T) {
 	for i, n := range seen {
 		if n == 0 {
 			t.Errorf("no package found in layer %q: the layer list is out of date", engineLayers[i].name)
+		}
+		for _, pre := range engineLayers[i].prefixes {
+			if named[pre] == 0 {
+				t.Errorf("no package %q in layer %q: the layer list is out of date", pre, engineLayers[i].name)
+			}
+		}
+	}
+}
+
+// TestLayers_WorktreeImportsNoRepository: the work tree's whole import
+// closure holds nothing of the repository (gitmem) nor of the packages
+// beside it, so nothing in worktree can call back up into them.
+func TestLayers_WorktreeImportsNoRepository(t *testing.T) {
+	t.Parallel()
+	var wt int
+	for i, l := range engineLayers {
+		if slices.Contains(l.prefixes, "worktree") {
+			wt = i
+		}
+	}
+	out, err := exec.Command("go", "list", "-deps", modulePath+"worktree").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if l := layerOf(d); l > wt {
+			above := "the module above the engine"
+			if l < len(engineLayers) {
+				above = engineLayers[l].name
+			}
+			t.Errorf("worktree depends on %s (%s)", d, above)
 		}
 	}
 }
