@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
@@ -54,7 +55,7 @@ type Config struct {
 	CreateRemote bool
 	Token        string // password for HTTP Basic; never logged or stored
 	// TokenFile (--token-file) holds the token instead: read by Validate,
-	// re-read when it changes and after an auth failure (Credentials).
+	// re-read when it changes and after an auth failure (credentials.Source).
 	TokenFile string
 	Username  string
 	// AuthorName and AuthorEmail override "<agent> <<agent>@memfsd.local>".
@@ -86,10 +87,10 @@ type Config struct {
 	// (default: search.DefaultPoolBytes).
 	SearchPool *search.Pool
 
-	validated bool         // Validate ran: the config is shared read-only from then on
-	creds     *Credentials // TokenFile's token, nil without one
+	validated bool                // Validate ran: the config is shared read-only from then on
+	creds     *credentials.Source // TokenFile's token, nil without one
 	// mirrorCreds is MirrorTokenFile's token, nil without one.
-	mirrorCreds *Credentials
+	mirrorCreds *credentials.Source
 }
 
 // idPattern is the one rule for agent ids, everywhere (flags, routes,
@@ -171,14 +172,14 @@ func (c *Config) Validate() error {
 		c.BaseURL = strings.TrimRight(u.String(), "/")
 	}
 	if c.TokenFile != "" {
-		creds, err := NewCredentials(c.TokenFile, c.Token, c.Logger)
+		creds, err := credentials.New(c.TokenFile, c.Token, c.Logger)
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
 		c.creds = creds
 	}
 	if c.MirrorTokenFile != "" {
-		creds, err := NewCredentials(c.MirrorTokenFile, c.MirrorToken, c.Logger)
+		creds, err := credentials.New(c.MirrorTokenFile, c.MirrorToken, c.Logger)
 		if err != nil {
 			return fmt.Errorf("config: mirror %w", err)
 		}
@@ -326,17 +327,17 @@ func (c *Config) hasToken() bool { return c.Token != "" || c.creds != nil }
 
 // Credentials is the token file's live token (nil without --token-file):
 // the daemon watches it, status shows its problem.
-func (c *Config) Credentials() *Credentials { return c.creds }
+func (c *Config) Credentials() *credentials.Source { return c.creds }
 
 // MirrorCredentials is the mirror's token file's live token (nil without
 // --mirror-token-file).
-func (c *Config) MirrorCredentials() *Credentials { return c.mirrorCreds }
+func (c *Config) MirrorCredentials() *credentials.Source { return c.mirrorCreds }
 
 // authFor is the token sent the configured way: with a token file, the
 // token current at each request (so a rotation needs no restart).
 func (c *Config) authFor() transport.AuthMethod {
 	if c.creds != nil {
-		return &rotatingAuth{creds: c.creds, bearer: c.AuthScheme == AuthBearer, username: c.Username}
+		return &credentials.Auth{Creds: c.creds, Bearer: c.AuthScheme == AuthBearer, Username: c.Username}
 	}
 	return c.authWith(c.Username, c.Token)
 }

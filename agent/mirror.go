@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -182,7 +183,7 @@ func (a *Agent) mirrorRemote(u string) gitmem.Remote {
 	}
 	switch {
 	case c.mirrorCreds != nil: // its token file's token at each request
-		m.Auth = &rotatingAuth{creds: c.mirrorCreds, bearer: c.AuthScheme == AuthBearer, username: user}
+		m.Auth = &credentials.Auth{Creds: c.mirrorCreds, Bearer: c.AuthScheme == AuthBearer, Username: user}
 	case c.MirrorToken != "":
 		m.Auth = c.authWith(user, c.MirrorToken)
 	case c.hasToken() && sameHost(u, a.remote().URL):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/mcpserver"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -86,7 +87,7 @@ func (d *Daemon) Open() error {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); w.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.pollLoop() }()
-	for _, c := range []*agent.Credentials{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
+	for _, c := range []*credentials.Source{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
 		if c != nil {
 			// A rotated token file is picked up without a restart.
 			d.wg.Add(1)

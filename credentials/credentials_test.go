@@ -1,4 +1,4 @@
-package agent_test
+package credentials_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/credentials"
 )
 
 func TestCredentials_RefreshSeesRenameOverAtSameSizeAndTime(t *testing.T) {
@@ -19,7 +19,7 @@ func TestCredentials_RefreshSeesRenameOverAtSameSizeAndTime(t *testing.T) {
 	p := filepath.Join(dir, "token")
 	os.WriteFile(p, []byte("token-one\n"), 0o600)
 	fi, _ := os.Stat(p)
-	c, err := agent.NewCredentials(p, "", nil)
+	c, err := credentials.New(p, "", nil)
 	if err != nil || c.Token() != "token-one" {
 		t.Fatalf("start: %q %v", c.Token(), err)
 	}
@@ -45,21 +45,21 @@ func TestCredentials_EmptyOrUnreadableKeepsLastGood(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := filepath.Join(t.TempDir(), "token")
-	if _, err := agent.NewCredentials(p, "", log); err == nil || !strings.Contains(err.Error(), p) {
+	if _, err := credentials.New(p, "", log); err == nil || !strings.Contains(err.Error(), p) {
 		t.Fatalf("a missing file at start: err = %v, want one naming %s", err, p)
 	}
 	// Empty at start: an error naming the file without a fallback token;
 	// with one, the fallback stands.
 	os.WriteFile(p, []byte("\n"), 0o600)
-	if _, err := agent.NewCredentials(p, "", log); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "put the token in it") {
+	if _, err := credentials.New(p, "", log); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "put the token in it") {
 		t.Fatalf("an empty file at start: err = %v, want one naming %s and the next step", err, p)
 	}
-	if c, err := agent.NewCredentials(p, "fallback-tok", log); err != nil || c.Token() != "fallback-tok" {
+	if c, err := credentials.New(p, "fallback-tok", log); err != nil || c.Token() != "fallback-tok" {
 		t.Fatalf("an empty file beside a fallback: %v", err)
 	}
 	logs.Reset()
 	os.WriteFile(p, []byte("secret-good-1"), 0o600)
-	c, err := agent.NewCredentials(p, "", log)
+	c, err := credentials.New(p, "", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestCredentials_ConcurrentRotation(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(p, []byte("tok-0"), 0o600)
-	c, err := agent.NewCredentials(p, "", nil)
+	c, err := credentials.New(p, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

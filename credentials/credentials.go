@@ -1,4 +1,7 @@
-package agent
+// Package credentials is a token read from a file and re-read when the
+// file changes, and the go-git auth that sends the token current at each
+// request.
+package credentials
 
 import (
 	"context"
@@ -24,12 +27,12 @@ import (
 // between the two would see an empty file.
 const tokenSettle = 100 * time.Millisecond
 
-// Credentials is the token of --token-file, re-read when the file changes
+// Source is the token of --token-file, re-read when the file changes
 // (a watch on its folder, a cheap stat before each sync, and after each
 // auth failure), so a rotated token is used by the next sync of every agent
 // without a restart. An empty or unreadable file keeps the last good token.
 // Safe for concurrent use; the token is never logged.
-type Credentials struct {
+type Source struct {
 	file string
 	log  *slog.Logger
 
@@ -45,15 +48,15 @@ type tokenState struct {
 	gen   uint64 // bumped on each change: "did it change since this sync began"
 }
 
-// NewCredentials reads file (the fallback token, e.g. MEMFSD_TOKEN, stands
+// New reads file (the fallback token, e.g. MEMFSD_TOKEN, stands
 // while the file is empty). An unreadable file is an error at start: there
 // is no last good token to keep; so is an empty one without a fallback,
 // which would otherwise surface later as the remote's auth failure.
-func NewCredentials(file, fallback string, log *slog.Logger) (*Credentials, error) {
+func New(file, fallback string, log *slog.Logger) (*Source, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Credentials{file: file, log: log}
+	c := &Source{file: file, log: log}
 	c.cur.Store(&tokenState{token: fallback})
 	tok, fi, err := c.read()
 	if errors.Is(err, errEmptyToken) && fallback == "" {
@@ -74,7 +77,7 @@ func NewCredentials(file, fallback string, log *slog.Logger) (*Credentials, erro
 var errEmptyToken = errors.New("the file is empty")
 
 // read returns the file's token and what it was read from.
-func (c *Credentials) read() (string, os.FileInfo, error) {
+func (c *Source) read() (string, os.FileInfo, error) {
 	f, err := os.Open(c.file) // follows symlinks: Kubernetes' ..data swap
 	if err != nil {
 		return "", nil, err
@@ -106,17 +109,17 @@ func readSmall(f *os.File) ([]byte, error) {
 }
 
 // File is the token file's path.
-func (c *Credentials) File() string { return c.file }
+func (c *Source) File() string { return c.file }
 
 // Token is the token to send now.
-func (c *Credentials) Token() string { return c.cur.Load().token }
+func (c *Source) Token() string { return c.cur.Load().token }
 
 // Generation changes whenever the token does.
-func (c *Credentials) Generation() uint64 { return c.cur.Load().gen }
+func (c *Source) Generation() uint64 { return c.cur.Load().gen }
 
 // Problem is why the file's current content is not in use (empty,
 // unreadable), naming the file and never the content; "" when it is.
-func (c *Credentials) Problem() string {
+func (c *Source) Problem() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.problem
@@ -125,7 +128,7 @@ func (c *Credentials) Problem() string {
 // Refresh re-reads the file when a stat says it changed (another inode,
 // size or modification time) and returns the token's generation: the cheap
 // check before each sync, for when the watch missed it.
-func (c *Credentials) Refresh() uint64 {
+func (c *Source) Refresh() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fi, err := os.Stat(c.file); err != nil || c.stamp == nil || !sameStamp(c.stamp, fi) {
@@ -136,7 +139,7 @@ func (c *Credentials) Refresh() uint64 {
 
 // Reload re-reads the file whatever a stat says (an edit that kept size
 // and time) and returns the token's generation.
-func (c *Credentials) Reload() uint64 {
+func (c *Source) Reload() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reloadLocked()
@@ -147,7 +150,7 @@ func sameStamp(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-func (c *Credentials) reloadLocked() {
+func (c *Source) reloadLocked() {
 	tok, fi, err := c.read()
 	if err != nil {
 		c.stamp = nil
@@ -168,7 +171,7 @@ func (c *Credentials) reloadLocked() {
 }
 
 // noteProblem keeps the last good token and warns once per distinct cause.
-func (c *Credentials) noteProblem(err error) {
+func (c *Source) noteProblem(err error) {
 	p := fmt.Sprintf("token file %s cannot be used (%v): the last good token is kept; put a token in it, memfsd re-reads it without a restart", c.file, err)
 	if p == c.problem {
 		return
@@ -182,7 +185,7 @@ func (c *Credentials) noteProblem(err error) {
 // by rename or by swapping a ..data symlink, which a watch on the file
 // itself would not follow. Without a watch (inotify limits) the stat
 // before each sync still notices.
-func (c *Credentials) Watch(ctx context.Context) {
+func (c *Source) Watch(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
 		err = w.Add(filepath.Dir(c.file))
@@ -214,53 +217,49 @@ func (c *Credentials) Watch(ctx context.Context) {
 	}
 }
 
-// rotatingAuth sends the token current at each request: the repository
-// keeps one auth for its life, and a rotated token must reach the next sync.
-type rotatingAuth struct {
-	creds    *Credentials
-	bearer   bool
-	username string
+// Auth sends the token current at each request: the repository keeps one
+// auth for its life, and a rotated token must reach the next sync.
+type Auth struct {
+	Creds    *Source
+	Bearer   bool // "Authorization: Bearer", else basic auth
+	Username string
 }
 
 // SetAuth implements go-git's http.AuthMethod.
-func (a *rotatingAuth) SetAuth(r *http.Request) {
-	if a.bearer {
-		r.Header.Set("Authorization", "Bearer "+a.creds.Token())
+func (a *Auth) SetAuth(r *http.Request) {
+	if a.Bearer {
+		r.Header.Set("Authorization", "Bearer "+a.Creds.Token())
 		return
 	}
-	r.SetBasicAuth(a.username, a.creds.Token())
+	r.SetBasicAuth(a.Username, a.Creds.Token())
 }
 
 // Name implements transport.AuthMethod.
-func (a *rotatingAuth) Name() string {
-	if a.bearer {
+func (a *Auth) Name() string {
+	if a.Bearer {
 		return "http-token-auth"
 	}
 	return "http-basic-auth"
 }
 
 // String never shows the token.
-func (a *rotatingAuth) String() string {
-	return a.Name() + " - " + a.username + ":*******"
+func (a *Auth) String() string {
+	return a.Name() + " - " + a.Username + ":*******"
 }
 
-// withFreshToken runs a network operation with the token as of now (the
+// WithFreshToken runs a network operation with the token as of now (the
 // cheap stat first); refused as auth, it re-reads the file and, when the
 // token changed since the operation began (the watch had not noticed
-// yet), runs it once more. Refused again with the same token, the error
-// says the file was re-read.
-func (a *Agent) withFreshToken(op func() error) error {
-	c := a.cfg.creds
-	if c == nil {
-		return op()
-	}
+// yet), runs it once more (saying so on log). Refused again with the same
+// token, the error says the file was re-read.
+func (c *Source) WithFreshToken(log *slog.Logger, op func() error) error {
 	gen := c.Refresh()
 	err := op()
 	if retry.ClassOf(err) != retry.ClassAuth {
 		return err
 	}
 	if c.Reload() != gen {
-		a.log.Info("the server refused the token; the token file had changed: trying again with the new one", "token_file", c.File())
+		log.Info("the server refused the token; the token file had changed: trying again with the new one", "token_file", c.File())
 		if err = op(); retry.ClassOf(err) != retry.ClassAuth {
 			return err
 		}
