@@ -72,6 +72,8 @@ type Agent struct {
 	// the daemon starts watching it then, before the start-up sync.
 	OnReady func()
 	Hooks   Hooks
+	// Mirror, when set, is the agent's mirror (package mirror; mirror.go).
+	Mirror Mirror
 	// SharedRender, when set, is the agent's shared repositories as its
 	// context shows them after its own memory (the daemon's).
 	SharedRender func() string
@@ -145,10 +147,6 @@ type Agent struct {
 	polling   bool
 	// repackC wakes the repack loop (which runs only with Background).
 	repackC chan struct{}
-
-	// mirror is the mirror loop (mirrorloop.go); nil without a mirror.
-	mirrorMu sync.Mutex
-	mirror   *mirrorLoop
 
 	flushTimer *time.Timer
 	rescanC    chan struct{}

@@ -210,7 +210,7 @@ func (a *Agent) readStatus(scan bool) Status {
 		}
 	}
 	st.State = stateOf(st, broken)
-	st.Mirror = a.Mirror(false)
+	st.Mirror = a.mirrorStatus()
 	st.Waiting = waitingOn(st)
 	return st
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/mcpserver"
+	"github.com/memfsd/memfsd/mirror"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -137,6 +138,7 @@ func (d *Daemon) Manage(id string) error {
 		return err
 	}
 	a.Background = true
+	mirror.Attach(a)
 	a.Debounce, a.PullInterval = d.Debounce, d.PullInterval
 	a.StartSlots, a.ScanSlots = d.startSlot, d.scanSlot
 	a.OnReady = func() { d.watcher.add(a, a.Dir()) }
@@ -226,7 +228,7 @@ func (d *Daemon) pendingCommits() float64 {
 // longest time one has been behind.
 func (d *Daemon) mirrorLag() (commits, seconds float64) {
 	for _, a := range d.all() {
-		if n, lag, ok := a.MirrorLag(); ok {
+		if n, lag, ok := mirror.Of(a).Lag(); ok {
 			commits += float64(n)
 			seconds = max(seconds, lag.Seconds())
 		}

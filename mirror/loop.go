@@ -1,4 +1,4 @@
-package agent
+package mirror
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
 
 // mirrorLoop copies the primary's newest tip to the agent's mirror: one
-// goroutine per agent that has a mirror, owned by the Agent (started by
-// Open or SetMirror, stopped by UnsetMirror, SetMirror or Close). Turns
+// goroutine per agent that has a mirror, owned by its Mirror (started by
+// the agent's Open or Set, stopped by Unset, Set or the agent's Close). Turns
 // only kick it (a non-blocking send on a channel of one), so a turn never
 // waits on the mirror, and kicks coalesce: each attempt pushes the newest
 // tip the primary has. It takes neither the sync lock nor, across the
 // network, the repository's lock (gitmem.PushMirror).
 type mirrorLoop struct {
-	a      *Agent
+	a      *agent.Agent
 	url    string
 	source string
 	kick   chan struct{}
@@ -33,7 +34,7 @@ type mirrorLoop struct {
 
 	mu       sync.Mutex
 	state    string
-	lastErr  *LastError
+	lastErr  *agent.LastError
 	failures int           // in a row
 	pushed   plumbing.Hash // the mirror's tip after this loop's last good push
 	primary  plumbing.Hash
@@ -48,55 +49,81 @@ type mirrorLoop struct {
 // mirrorReq is an operator's "push now" (memfsd mirror push).
 type mirrorReq struct {
 	force bool
-	reply chan MirrorPush // buffered: the loop never blocks on it
+	reply chan agent.MirrorPush // buffered: the loop never blocks on it
 }
 
-// startMirror starts the mirror loop when the agent has a mirror. A shared
+// Mirror is one agent's mirror (agent.Mirror): its loop, started by the
+// agent's Open or by Set, stopped by Unset, Set or the agent's Close.
+type Mirror struct {
+	a    *agent.Agent
+	mu   sync.Mutex
+	loop *mirrorLoop // nil without a mirror (or before Open)
+}
+
+// Attach gives agent a its mirror, before a's Open (the daemon, and memfsd
+// commands that run an agent, call it for each agent they make).
+func Attach(a *agent.Agent) *Mirror {
+	m := &Mirror{a: a}
+	a.Mirror = m
+	return m
+}
+
+// Of is agent a's mirror: the one attached, else one that knows only
+// what is on disk (no loop).
+func Of(a *agent.Agent) *Mirror {
+	if m, ok := a.Mirror.(*Mirror); ok {
+		return m
+	}
+	return &Mirror{a: a}
+}
+
+// Start starts the mirror loop when the agent has a mirror. A shared
 // repository's unit has none: its ID is the repository's name, and the
 // mirror settings (template, mirror-url) are per agent — they would copy
 // the shared repository into the mirror of the agent of that name.
-func (a *Agent) startMirror() {
-	if a.shared {
+func (mm *Mirror) Start() {
+	a := mm.a
+	if a.Shared() {
 		return
 	}
-	u, source := mirrorURLOf(a.cfg, a.ID)
+	u, source := mirrorURLOf(a.Config(), a.ID)
 	if u == "" {
 		return
 	}
-	a.mirrorMu.Lock()
-	defer a.mirrorMu.Unlock()
-	if a.mirror != nil || a.ctx.Err() != nil {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.loop != nil || a.Lifetime().Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := context.WithCancel(a.Lifetime())
 	m := &mirrorLoop{a: a, url: u, source: source, kick: make(chan struct{}, 1), reqs: make(chan mirrorReq, 4),
-		cancel: cancel, done: make(chan struct{}), state: MirrorPending}
-	a.mirror = m
+		cancel: cancel, done: make(chan struct{}), state: StatePending}
+	mm.loop = m
 	go m.run(ctx)
 }
 
-// stopMirror stops the mirror loop and waits for it.
-func (a *Agent) stopMirror() {
-	a.mirrorMu.Lock()
-	m := a.mirror
-	a.mirror = nil
-	a.mirrorMu.Unlock()
+// Stop stops the mirror loop and waits for it.
+func (mm *Mirror) Stop() {
+	mm.mu.Lock()
+	m := mm.loop
+	mm.loop = nil
+	mm.mu.Unlock()
 	if m != nil {
 		m.cancel()
 		<-m.done
 	}
 }
 
-func (a *Agent) mirrorLoop() *mirrorLoop {
-	a.mirrorMu.Lock()
-	defer a.mirrorMu.Unlock()
-	return a.mirror
+func (mm *Mirror) mirrorLoop() *mirrorLoop {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	return mm.loop
 }
 
-// kickMirror tells the mirror loop the primary may have moved (after each
+// Kick tells the mirror loop the primary may have moved (after each
 // successful sync). It never blocks.
-func (a *Agent) kickMirror() {
-	if m := a.mirrorLoop(); m != nil {
+func (mm *Mirror) Kick() {
+	if m := mm.mirrorLoop(); m != nil {
 		select {
 		case m.kick <- struct{}{}:
 		default:
@@ -108,10 +135,10 @@ func (m *mirrorLoop) run(ctx context.Context) {
 	defer close(m.done)
 	defer func() { // a panic ends the mirror loop only: never the agent, never the daemon
 		if v := recover(); v != nil {
-			m.a.log.Error("internal error (panic) in the mirror loop; the mirror stops until the next start", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			m.a.Logger().Error("internal error (panic) in the mirror loop; the mirror stops until the next start", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
-	p := m.a.cfg.Retry
+	p := m.a.Config().Retry
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.Multiplier, b.MaxInterval = p.Initial, p.Multiplier, p.Max
 	b.RandomizationFactor = 0.5
@@ -191,7 +218,7 @@ func (m *mirrorLoop) wait(ctx context.Context, retryC <-chan time.Time, waiting 
 
 // refresh re-reads how far the mirror is behind (local refs only).
 func (m *mirrorLoop) refresh() {
-	repo := m.a.repository()
+	repo := m.a.Repository()
 	if repo == nil {
 		return
 	}
@@ -223,10 +250,10 @@ func retryAgain(err error) bool {
 // attempt pushes the primary's last known tip unless this loop already
 // put it on the mirror (then no network at all; an operator's push
 // always asks the mirror).
-func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (MirrorPush, error) {
-	repo := m.a.repository()
+func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (agent.MirrorPush, error) {
+	repo := m.a.Repository()
 	if repo == nil {
-		return MirrorPush{}, nil // not cloned yet: its first sync kicks again
+		return agent.MirrorPush{}, nil // not cloned yet: its first sync kicks again
 	}
 	pos, err := repo.MirrorPosition()
 	if err == nil {
@@ -235,28 +262,28 @@ func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (MirrorPus
 		if pos.Primary.IsZero() || (!manual && pos.Primary == m.pushed) {
 			m.pending, m.behindSince = 0, time.Time{}
 			if m.lastErr == nil {
-				m.state = MirrorSynced
+				m.state = StateSynced
 			}
 			m.mu.Unlock()
-			return MirrorPush{}, nil
+			return agent.MirrorPush{}, nil
 		}
 		if m.behindSince.IsZero() {
 			m.behindSince = time.Now()
 		}
-		m.state = MirrorPushing
+		m.state = StatePushing
 		m.mu.Unlock()
 	}
-	var e MirrorPush
-	if same(m.url, m.a.remote().URL) {
-		err = &mirrorError{err: retry.Wrap("mirror "+m.a.ID, fmt.Errorf("the mirror %s is the agent's primary remote: set another (memfsd mirror set --agent %s%s --url ...) or unset it", RedactURL(m.url), m.a.ID, m.a.cfg.HomeArg())), agent: m.a.ID, home: m.a.cfg.HomeArg()}
-		e = MirrorPush{At: time.Now().UTC(), Outcome: "failed", Class: string(retry.ClassOf(err)), Error: mirrorMessage(err), NextStep: retry.NextStep(err)}
+	var e agent.MirrorPush
+	if same(m.url, m.a.Remote().URL) {
+		err = &mirrorError{err: retry.Wrap("mirror "+m.a.ID, fmt.Errorf("the mirror %s is the agent's primary remote: set another (memfsd mirror set --agent %s%s --url ...) or unset it", agent.RedactURL(m.url), m.a.ID, m.a.Config().HomeArg())), agent: m.a.ID, home: m.a.Config().HomeArg()}
+		e = agent.MirrorPush{At: time.Now().UTC(), Outcome: "failed", Class: string(retry.ClassOf(err)), Error: mirrorMessage(err), NextStep: retry.NextStep(err)}
 	} else {
-		p := m.a.cfg.Retry.AttemptTimeout
+		p := m.a.Config().Retry.AttemptTimeout
 		if p <= 0 {
 			p = retry.DefaultAttemptTimeout
 		}
 		actx, cancel := context.WithTimeout(ctx, p)
-		e, err = m.a.pushMirrorOnce(actx, repo, m.url, force)
+		e, err = pushOnce(actx, m.a, repo, m.url, force)
 		cancel()
 	}
 	if err != nil && ctx.Err() != nil {
@@ -268,7 +295,7 @@ func (m *mirrorLoop) attempt(ctx context.Context, force, manual bool) (MirrorPus
 
 // record updates the loop's state after an attempt, tells the hooks, and
 // logs the first failure of a run and the recovery (not every retry).
-func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
+func (m *mirrorLoop) record(repo *gitmem.Repo, e agent.MirrorPush, err error) {
 	pos, perr := repo.MirrorPosition()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -278,14 +305,14 @@ func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
 	m.nextTry = time.Time{}
 	if err == nil {
 		if m.failures > 0 {
-			m.a.log.Info("mirror recovered", "mirror", RedactURL(m.url), "after_failures", m.failures)
+			m.a.Logger().Info("mirror recovered", "mirror", agent.RedactURL(m.url), "after_failures", m.failures)
 		}
 		m.failures, m.lastErr = 0, nil
 		m.pushed = plumbing.NewHash(e.Tip)
 		m.lastPush = e.At
-		m.state = MirrorSynced
+		m.state = StateSynced
 		if m.pushed != m.primary {
-			m.state = MirrorPending // the primary moved meanwhile: kicked again
+			m.state = StatePending // the primary moved meanwhile: kicked again
 		} else {
 			m.pending, m.behindSince = 0, time.Time{}
 		}
@@ -296,13 +323,13 @@ func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
 	}
 	m.failures++
 	class := retry.ClassOf(err)
-	m.lastErr = &LastError{Class: string(class), Message: mirrorMessage(err), At: e.At, Attempts: m.failures, NextStep: retry.NextStep(err)}
-	m.state = MirrorError
+	m.lastErr = &agent.LastError{Class: string(class), Message: mirrorMessage(err), At: e.At, Attempts: m.failures, NextStep: retry.NextStep(err)}
+	m.state = StateError
 	if retryAgain(err) {
-		m.state = MirrorRetrying
+		m.state = StateRetrying
 	}
 	if m.failures == 1 {
-		m.a.log.Warn("mirror push failed; the primary has every commit", "mirror", RedactURL(m.url), "class", string(class), "err", err)
+		m.a.Logger().Warn("mirror push failed; the primary has every commit", "mirror", agent.RedactURL(m.url), "class", string(class), "err", err)
 	}
 	if h := m.a.Hooks.Mirrored; h != nil {
 		h("failed", class)
@@ -310,11 +337,11 @@ func (m *mirrorLoop) record(repo *gitmem.Repo, e MirrorPush, err error) {
 }
 
 // status is the loop's view of the mirror.
-func (m *mirrorLoop) status() MirrorStatus {
+func (m *mirrorLoop) status() agent.MirrorStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := MirrorStatus{URL: RedactURL(m.url), Source: m.source, State: m.state, LastPushedTip: hashString(m.pushed),
-		PrimaryTip: hashString(m.primary), Pending: m.pending}
+	st := agent.MirrorStatus{URL: agent.RedactURL(m.url), Source: m.source, State: m.state, LastPushedTip: agent.HashString(m.pushed),
+		PrimaryTip: agent.HashString(m.primary), Pending: m.pending}
 	if m.lastErr != nil {
 		e := *m.lastErr
 		st.LastError = &e
@@ -330,50 +357,51 @@ func (m *mirrorLoop) status() MirrorStatus {
 	return st
 }
 
-// Mirror is the agent's mirror as status shows it (nil when it has none);
+// Status is the agent's mirror as status shows it (nil when it has none);
 // withLog adds the push log.
-func (a *Agent) Mirror(withLog bool) *MirrorStatus {
-	var st MirrorStatus
-	if m := a.mirrorLoop(); m != nil {
+func (mm *Mirror) Status(withLog bool) *agent.MirrorStatus {
+	a := mm.a
+	var st agent.MirrorStatus
+	if m := mm.mirrorLoop(); m != nil {
 		st = m.status()
 		if st.LastPushedTip == "" || st.PrimaryTip == "" {
 			// A loop that has not pushed yet (right after mirror set)
 			// knows nothing itself: what the repository knows is true.
-			if repo := a.repository(); repo != nil {
+			if repo := a.Repository(); repo != nil {
 				if pos, err := repo.MirrorPosition(); err == nil {
 					if st.LastPushedTip == "" {
-						st.LastPushedTip = hashString(pos.Mirror)
+						st.LastPushedTip = agent.HashString(pos.Mirror)
 					}
 					if st.PrimaryTip == "" {
-						st.PrimaryTip, st.Pending = hashString(pos.Primary), pos.Pending
+						st.PrimaryTip, st.Pending = agent.HashString(pos.Primary), pos.Pending
 					}
 				}
 			}
 		}
 		if withLog {
-			st.Log = a.readMirrorRecord().Log
+			st.Log = readRecord(a).Log
 		}
 	} else {
-		u, source := mirrorURLOf(a.cfg, a.ID)
-		repo := a.repository()
-		if u == "" || repo == nil || a.shared {
+		u, source := mirrorURLOf(a.Config(), a.ID)
+		repo := a.Repository()
+		if u == "" || repo == nil || a.Shared() {
 			return nil
 		}
-		st = a.diskMirrorStatus(repo, u, source)
+		st = diskStatus(a, repo, u, source)
 		if !withLog {
 			st.Log = nil
 		}
 	}
 	if st.Log == nil && withLog {
-		st.Log = []MirrorPush{}
+		st.Log = []agent.MirrorPush{}
 	}
 	return &st
 }
 
-// MirrorLag is how many primary commits the mirror lacks and for how long
-// it has lacked them (ok false when the agent has no mirror loop).
-func (a *Agent) MirrorLag() (pending int, lag time.Duration, ok bool) {
-	m := a.mirrorLoop()
+// Lag is how many primary commits the mirror lacks and for how long it
+// has lacked them (ok false when the agent has no mirror loop).
+func (mm *Mirror) Lag() (pending int, lag time.Duration, ok bool) {
+	m := mm.mirrorLoop()
 	if m == nil {
 		return 0, 0, false
 	}
@@ -385,45 +413,48 @@ func (a *Agent) MirrorLag() (pending int, lag time.Duration, ok bool) {
 	return m.pending, lag, true
 }
 
-// SetMirror records the operator's mirror URL for this agent and
-// (re)starts the mirror loop, which pushes at once.
-func (a *Agent) SetMirror(raw string) error {
+// Set records the operator's mirror URL for this agent and (re)starts
+// the mirror loop, which pushes at once.
+func (mm *Mirror) Set(raw string) error {
+	a := mm.a
 	u, err := checkMirrorURL(raw)
 	if err != nil {
 		return err
 	}
-	if same(u, a.remote().URL) {
-		return fmt.Errorf("mirror url %q is agent %s's primary remote: the mirror must be another repository", RedactURL(u), a.ID)
+	if same(u, a.Remote().URL) {
+		return fmt.Errorf("mirror url %q is agent %s's primary remote: the mirror must be another repository", agent.RedactURL(u), a.ID)
 	}
-	if err := SetMirrorOnDisk(a.cfg, a.ID, u); err != nil {
+	if err := SetOnDisk(a.Config(), a.ID, u); err != nil {
 		return err
 	}
 	if a.Background {
-		a.stopMirror()
-		a.startMirror()
+		mm.Stop()
+		mm.Start()
 	}
 	return nil
 }
 
-// UnsetMirror turns the agent's mirror off and stops its loop. Nothing is
+// Unset turns the agent's mirror off and stops its loop. Nothing is
 // removed from the mirror.
-func (a *Agent) UnsetMirror() error {
-	if err := UnsetMirrorOnDisk(a.cfg, a.ID); err != nil {
+func (mm *Mirror) Unset() error {
+	a := mm.a
+	if err := UnsetOnDisk(a.Config(), a.ID); err != nil {
 		return err
 	}
-	a.stopMirror()
+	mm.Stop()
 	return nil
 }
 
-// PushMirrorNow asks the mirror loop for a push now (force: overwrite a
+// PushNow asks the mirror loop for a push now (force: overwrite a
 // mirror that has commits the primary does not) and waits up to wait for
 // its outcome; finished is false when the push goes on past wait.
-func (a *Agent) PushMirrorNow(done <-chan struct{}, wait time.Duration, force bool) (e MirrorPush, finished bool, err error) {
-	m := a.mirrorLoop()
+func (mm *Mirror) PushNow(done <-chan struct{}, wait time.Duration, force bool) (e agent.MirrorPush, finished bool, err error) {
+	a := mm.a
+	m := mm.mirrorLoop()
 	if m == nil {
 		return e, false, fmt.Errorf("mirror push %s: %w", a.ID, ErrNoMirror)
 	}
-	req := mirrorReq{force: force, reply: make(chan MirrorPush, 1)}
+	req := mirrorReq{force: force, reply: make(chan agent.MirrorPush, 1)}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

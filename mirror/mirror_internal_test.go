@@ -1,4 +1,4 @@
-package agent
+package mirror
 
 import (
 	"net/http"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/memfsd/memfsd/agent"
 )
 
 // TestConfig_MirrorTemplate: --mirror-template follows --remote-template's
@@ -20,17 +22,17 @@ func TestConfig_MirrorTemplate(t *testing.T) {
 		"https://mirror.example.com/{agent}.git?token=s3cr3t", // a query
 		"ftp://mirror.example.com/{agent}.git",
 	} {
-		cfg := &Config{Home: t.TempDir(), MirrorTemplate: bad}
+		cfg := &agent.Config{Home: t.TempDir(), MirrorTemplate: bad}
 		err := cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), "mirror-template") || strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: %v, want refused naming mirror-template, no secret", bad, err)
 		}
 	}
-	same := &Config{Home: t.TempDir(), RemoteTemplate: "https://h/{agent}.git", MirrorTemplate: "https://h/{agent}.git"}
+	same := &agent.Config{Home: t.TempDir(), RemoteTemplate: "https://h/{agent}.git", MirrorTemplate: "https://h/{agent}.git"}
 	if err := same.Validate(); err == nil {
 		t.Error("a mirror template equal to the remote template was accepted")
 	}
-	cfg := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", Token: "primary-tok",
+	cfg := &agent.Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", Token: "primary-tok",
 		MirrorTemplate: "https://bot:mirror-tok@github.example.com/acme/{agent}-memory.git"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func TestConfig_MirrorTemplate(t *testing.T) {
 	if cfg.MirrorToken != "mirror-tok" || cfg.MirrorUsername != "bot" || strings.Contains(cfg.MirrorTemplate, "mirror-tok") {
 		t.Fatalf("credentials not moved out of the mirror template: %+v", cfg)
 	}
-	a, err := New(cfg, "a1")
+	a, err := agent.New(cfg, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +48,10 @@ func TestConfig_MirrorTemplate(t *testing.T) {
 	if u != "https://github.example.com/acme/a1-memory.git" || source != "template" {
 		t.Fatalf("mirror of a1: %q %q", u, source)
 	}
-	if ba, ok := a.mirrorRemote(u).Auth.(*githttp.BasicAuth); !ok || ba.Password != "mirror-tok" || ba.Username != "bot" {
-		t.Fatalf("mirror auth: %#v, want the mirror's token", a.mirrorRemote(u).Auth)
+	if ba, ok := remoteFor(a, u).Auth.(*githttp.BasicAuth); !ok || ba.Password != "mirror-tok" || ba.Username != "bot" {
+		t.Fatalf("mirror auth: %#v, want the mirror's token", remoteFor(a, u).Auth)
 	}
-	if st := a.Mirror(false); st != nil {
+	if st := Of(a).Status(false); st != nil {
 		t.Fatalf("status of an agent not opened: %+v", st)
 	}
 }
@@ -58,30 +60,30 @@ func TestConfig_MirrorTemplate(t *testing.T) {
 // primary's token goes to a mirror on the primary's host only.
 func TestMirrorRemote_TokenStaysOnItsHost(t *testing.T) {
 	t.Parallel()
-	cfg := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", Token: "primary-tok"}
-	a, err := New(cfg, "a1")
+	cfg := &agent.Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", Token: "primary-tok"}
+	a, err := agent.New(cfg, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if auth := a.mirrorRemote("https://elsewhere.example.com/a1.git").Auth; auth != nil {
+	if auth := remoteFor(a, "https://elsewhere.example.com/a1.git").Auth; auth != nil {
 		t.Fatalf("the primary's token was offered to another host: %#v", auth)
 	}
-	if ba, ok := a.mirrorRemote("https://primary.example.com/backup/a1.git").Auth.(*githttp.BasicAuth); !ok || ba.Password != "primary-tok" {
+	if ba, ok := remoteFor(a, "https://primary.example.com/backup/a1.git").Auth.(*githttp.BasicAuth); !ok || ba.Password != "primary-tok" {
 		t.Fatal("a mirror on the primary's host got no token")
 	}
-	if err := SetMirrorOnDisk(cfg, "a1", "https://u:p@elsewhere.example.com/a1.git"); err == nil {
+	if err := SetOnDisk(cfg, "a1", "https://u:p@elsewhere.example.com/a1.git"); err == nil {
 		t.Fatal("a per-agent mirror URL with credentials was accepted")
 	}
-	if err := SetMirrorOnDisk(cfg, "a1", cfg.RemoteURL("a1")); err == nil {
+	if err := SetOnDisk(cfg, "a1", cfg.RemoteURL("a1")); err == nil {
 		t.Fatal("the primary was accepted as the mirror")
 	}
-	if err := SetMirrorOnDisk(cfg, "a1", "https://elsewhere.example.com/a1.git"); err != nil {
+	if err := SetOnDisk(cfg, "a1", "https://elsewhere.example.com/a1.git"); err != nil {
 		t.Fatal(err)
 	}
 	if u, src := mirrorURLOf(cfg, "a1"); u != "https://elsewhere.example.com/a1.git" || src != "agent" {
 		t.Fatalf("after set: %q %q", u, src)
 	}
-	if err := UnsetMirrorOnDisk(cfg, "a1"); err != nil {
+	if err := UnsetOnDisk(cfg, "a1"); err != nil {
 		t.Fatal(err)
 	}
 	if u, _ := mirrorURLOf(cfg, "a1"); u != "" {
@@ -98,9 +100,9 @@ func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
 	primary, mirror := filepath.Join(dir, "primary"), filepath.Join(dir, "mirror")
 	os.WriteFile(primary, []byte("p1\n"), 0o600)
 	os.WriteFile(mirror, []byte("m1\n"), 0o600)
-	sent := func(a *Agent, u string) string {
+	sent := func(a *agent.Agent, u string) string {
 		t.Helper()
-		auth := a.mirrorRemote(u).Auth
+		auth := remoteFor(a, u).Auth
 		if auth == nil {
 			return ""
 		}
@@ -109,8 +111,8 @@ func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
 		_, pw, _ := req.BasicAuth()
 		return pw
 	}
-	cfg := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary, MirrorTokenFile: mirror}
-	a, err := New(cfg, "a1")
+	cfg := &agent.Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary, MirrorTokenFile: mirror}
+	a, err := agent.New(cfg, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +125,8 @@ func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
 		t.Fatalf("mirror token after rotation %q, want m2", got)
 	}
 
-	cfg2 := &Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary}
-	b, err := New(cfg2, "b1")
+	cfg2 := &agent.Config{Home: t.TempDir(), BaseURL: "https://primary.example.com", TokenFile: primary}
+	b, err := agent.New(cfg2, "b1")
 	if err != nil {
 		t.Fatal(err)
 	}
