@@ -88,11 +88,9 @@ type Agent struct {
 	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
-	// views are the attached agents' views of a shared unit (shared_view.go).
-	views *viewSet
-	// viewsMovedAside: Open found the shared clone off its branch and moved
-	// it aside; views attached are told (moveDetachedClone).
-	viewsMovedAside atomic.Bool
+	// views are the attached agents' views of a shared unit (package
+	// shared; nil for an agent).
+	views Views
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -105,9 +103,6 @@ type Agent struct {
 	// beforeToolWrite, when set (tests only), runs in a memory-tool call
 	// after it read the files and before it writes them.
 	beforeToolWrite func()
-	// viewLeased, when set (tests only), runs when a shared unit holds a
-	// view file's lease and compared it, before it writes or removes it.
-	viewLeased func()
 	// approvalsMu serialises reading and rewriting the block-set
 	// approvals (block set adds, the outgoing check ends them).
 	approvalsMu sync.Mutex

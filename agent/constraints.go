@@ -453,7 +453,7 @@ func (a *Agent) proposalTreeGuard(repo *gitmem.Repo, files map[string][]byte, to
 		return nil, nil
 	}
 	slices.SortFunc(edits, func(x, y treeEdit) int { return strings.Compare(x.Path, y.Path) })
-	base, err := proposalBase(repo) // the tree the proposal goes on
+	base, err := ProposalBase(repo) // the tree the proposal goes on
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,6 @@ package agent
 // read and its write.
 func SetBeforeToolWrite(a *Agent, f func()) { a.beforeToolWrite = f }
 
-// SetViewLeased makes f run each time shared unit a holds a view file's
-// lease and compared it, right before it writes or removes the file.
-func SetViewLeased(a *Agent, f func()) { a.viewLeased = f }
-
 // SearchBuilt reports whether the agent holds a search index now.
 func SearchBuilt(a *Agent) bool {
 	a.search.mu.Lock()

@@ -4,10 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/worktree"
 )
 
 // What the units built on an agent (packages mirror and shared) use of it.
@@ -63,4 +68,83 @@ func (c *Config) MirrorTemplateURL(id string) string {
 		return ""
 	}
 	return strings.ReplaceAll(c.MirrorTemplate, agentPlaceholder, id)
+}
+
+// PersonGitPoll is how often a commit held for a person's git operation
+// looks whether it ended.
+const PersonGitPoll = personGitPoll
+
+// ProblemTexts are the problems' texts.
+func ProblemTexts(ps []blocks.Problem) []string { return problemTexts(ps) }
+
+// OddInputGuard holds, before next sees them, direct writes too large or
+// with an odd name (named in problems).
+func OddInputGuard(max int64, problems map[string]reminders.WriteProblem, next gitmem.Guard) gitmem.Guard {
+	return oddInputGuard(max, problems, next)
+}
+
+// DirectWriteGuard judges direct writes as the pipeline does (read-only
+// blocks, credentials, front matter, limits, mass deletions).
+func DirectWriteGuard(acceptDeletes bool, holding int, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
+	return directWriteGuard(acceptDeletes, holding, patterns, rules, secrets, limits, broken)
+}
+
+// Author is agent id's commit signature (the configured author, if any).
+func (c *Config) Author(id string) gitmem.Signature { return c.author(id) }
+
+// WriteLock is the lock of the commit pipeline: commits, memory-tool
+// calls and the syncs' steps that rewrite work files take it.
+func (a *Agent) WriteLock() *sync.Mutex { return &a.writeMu }
+
+// RecordLock serialises updates of the agent's small records (skipped
+// paths, a shared unit's proposals).
+func (a *Agent) RecordLock() *sync.Mutex { return &a.skipMu }
+
+// WorkTree is the work tree held open (nil when it is not open).
+func (a *Agent) WorkTree() *worktree.Dir { return a.tree.Load() }
+
+// WithTree runs fn on the work tree held open.
+func (a *Agent) WithTree(fn func(*worktree.Dir) error) error { return a.withTree(fn) }
+
+// WorkRead reads rel from the work tree (false when it is not there).
+func (a *Agent) WorkRead(rel string) ([]byte, bool) { return a.workRead(rel) }
+
+// SecretPatterns are the secret guard's patterns (none when it is off).
+func (a *Agent) SecretPatterns() []memtool.SecretPattern { return a.secretPatterns() }
+
+// FrontMatterRules says which paths letta-code's front-matter rules judge.
+func (a *Agent) FrontMatterRules() func(string) bool { return a.frontMatterRules() }
+
+// MaxFileBytes is the largest direct write committed.
+func (a *Agent) MaxFileBytes() int64 { return a.maxFileBytes() }
+
+// KeepRejected keeps the bytes of a rejected write of rel under
+// .git/memfsd/rejected/.
+func (a *Agent) KeepRejected(rel string, data []byte) error { return a.keepRejected(rel, data) }
+
+// WithTreeGuard runs guard, then letta-code's tree rules over the paths it
+// accepts (held: the paths that make the tree worse, with their problems).
+func (a *Agent) WithTreeGuard(guard gitmem.Guard, held map[string][]string) gitmem.Guard {
+	return a.withTreeGuard(guard, held)
+}
+
+// ProposalTreeGuard judges files (nil deletes) by letta-code's tree rules
+// on the tree a proposal goes on (ProposalBase).
+func (a *Agent) ProposalTreeGuard(repo *gitmem.Repo, files map[string][]byte, together bool) (map[string]*blocks.TreeConstraintsError, error) {
+	return a.proposalTreeGuard(repo, files, together)
+}
+
+// Safely runs step; a panic in it becomes the agent's error (false).
+func (a *Agent) Safely(what string, step func()) bool { return a.safely(what, step) }
+
+// RepackSoon wakes the repack loop when the repository asks for one.
+func (a *Agent) RepackSoon(repo *gitmem.Repo) { a.repackSoon(repo) }
+
+// PersonGit is a person's git operation in the folder, if one holds it.
+func (a *Agent) PersonGit(repo *gitmem.Repo) *PersonGit { return a.personGit(repo) }
+
+// MemoryToolAs is the memory tool with commits authored by author (nil:
+// the agent's) and trailer added to their messages.
+func (a *Agent) MemoryToolAs(trailer string, author *gitmem.Signature) (*memtool.Tool, error) {
+	return a.memoryToolAs(trailer, author)
 }

@@ -254,7 +254,11 @@ func (d *Daemon) Close(ctx context.Context) {
 	waitOrDone(ctx, d.wg.Wait)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
-	for _, a := range append(d.all(), d.shared.all()...) {
+	all := d.all()
+	for _, u := range d.shared.all() {
+		all = append(all, u.Agent)
+	}
+	for _, a := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,4 +1,4 @@
-package agent
+package shared
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/reminders"
@@ -36,7 +37,7 @@ func blobID(data []byte, present bool) string {
 
 // takeView takes the files the agent changed in view v (paths, or the
 // whole view when full) as policy write says. Under v.busy.
-func (a *Agent) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []string, full bool) error {
+func (a *Unit) takeView(repo *gitmem.Repo, v *view, write WritePolicy, paths []string, full bool) error {
 	if full {
 		found, err := walkView(v.tree)
 		if err != nil {
@@ -109,12 +110,12 @@ var errViewHeldForPerson = errors.New("a person's git operation in the shared cl
 // restored, credentials and broken front matter held, mass deletions
 // held). What a guard holds never stays in the shared clone: it goes back
 // to the tip's version, the view keeps the agent's.
-func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) error {
-	author := a.cfg.author(v.id)
+func (a *Unit) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) error {
+	author := a.cfg.Author(v.id)
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	if repo = a.repository(); repo == nil { // a rebuild of the .git swaps it under writeMu
-		return ErrNotReady
+		return agent.ErrNotReady
 	}
 	// A person's git operation in the shared clone (a commit waiting on
 	// its editor): nothing is written there or committed until it ends
@@ -185,11 +186,11 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 	if err == nil && len(paths) > 0 {
 		res, err = repo.Commit(gitmem.CommitRequest{
 			Paths:   paths,
-			Message: func(pv gitmem.PathView) string { return DirectWriteMessage(pv.Kind, pv.Path) },
+			Message: func(pv gitmem.PathView) string { return agent.DirectWriteMessage(pv.Kind, pv.Path) },
 			// letta-code agents may share this repository: a change that
 			// makes its tree break letta-code's MemFS rules more is held
 			// (they could commit nothing past it).
-			Guard:  oddInputGuard(a.maxFileBytes(), odd, a.withTreeGuard(directWriteGuard(false, 0, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken), tree)),
+			Guard:  agent.OddInputGuard(a.maxFileBytes(), odd, a.withTreeGuard(agent.DirectWriteGuard(false, 0, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken), tree)),
 			Keep:   func(p string, data []byte) error { return a.keepRejected("view-"+v.id+"/"+p, data) },
 			Author: &author,
 		})
@@ -245,7 +246,7 @@ func (a *Agent) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) er
 
 // putBack makes the shared clone's paths hold heads' versions again
 // (removed where heads has nil). Under writeMu.
-func (a *Agent) putBack(paths []string, heads map[string][]byte) error {
+func (a *Unit) putBack(paths []string, heads map[string][]byte) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -269,7 +270,7 @@ func (a *Agent) putBack(paths []string, heads map[string][]byte) error {
 // branch's version of the file changes. A change any write would be
 // refused for (a read-only block, a credential, broken front matter) is
 // undone in the view instead.
-func (a *Agent) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) error {
+func (a *Unit) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) error {
 	secrets, rules := a.secretPatterns(), a.frontMatterRules()
 	files := map[string][]byte{}
 	var refused []viewChange
@@ -310,8 +311,8 @@ func (a *Agent) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) e
 		} else {
 			a.viewGot(v, c) // a held deletion: the tip's version comes back
 		}
-		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: problemTexts(e.Worse)})
-		a.log.Warn("a view's proposal breaks letta-code's memory limits: not proposed", "view", v.id, "path", c.path, "problems", problemTexts(e.Worse))
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: agent.ProblemTexts(e.Worse)})
+		a.log.Warn("a view's proposal breaks letta-code's memory limits: not proposed", "view", v.id, "path", c.path, "problems", agent.ProblemTexts(e.Worse))
 	}
 	if len(files) == 0 {
 		return nil
@@ -340,7 +341,7 @@ func (a *Agent) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) e
 // undoInView puts the tip's version back in the view for changes (at the
 // refresh that follows), keeps the agent's bytes as rejected bytes of the
 // shared clone, and notes kind for the agent's reminders.
-func (a *Agent) undoInView(v *view, changes []viewChange, kind string) {
+func (a *Unit) undoInView(v *view, changes []viewChange, kind string) {
 	for _, c := range changes {
 		if c.present {
 			if err := a.keepRejected("view-"+v.id+"/"+c.path, c.data); err != nil {
@@ -358,7 +359,7 @@ func (a *Agent) undoInView(v *view, changes []viewChange, kind string) {
 // whose tip version differs from what the view was given is replaced,
 // unless the agent changed it (those are returned, to be taken). Under
 // v.busy.
-func (a *Agent) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, files []gitmem.FileEntry) ([]string, error) {
+func (a *Unit) refreshView(repo *gitmem.Repo, v *view, head plumbing.Hash, files []gitmem.FileEntry) ([]string, error) {
 	want := make(map[string]string, len(files))
 	for _, f := range files {
 		if f.Mode == filemode.Regular || f.Mode == filemode.Executable {
@@ -466,7 +467,7 @@ type refreshedFile struct {
 // file's base is what the view was given, as for any later write); an
 // agent that sets it back only merges its own write against an older
 // base.
-func (a *Agent) writtenBeforeRefresh(repo *gitmem.Repo, v *view, c viewChange) ([]byte, bool) {
+func (a *Unit) writtenBeforeRefresh(repo *gitmem.Repo, v *view, c viewChange) ([]byte, bool) {
 	r, ok := v.refreshed[c.path]
 	if !ok || !c.present || c.written.IsZero() || !c.written.Before(r.wrote) {
 		return nil, false
@@ -480,7 +481,7 @@ func (a *Agent) writtenBeforeRefresh(repo *gitmem.Repo, v *view, c viewChange) (
 
 // viewGot records that view v holds the agent's change c, kept as the
 // base of a later merge.
-func (a *Agent) viewGot(v *view, c viewChange) {
+func (a *Unit) viewGot(v *view, c viewChange) {
 	delete(v.refreshed, c.path)
 	if c.present {
 		if err := a.keepViewBase(v, c.hash, c.data); err != nil {

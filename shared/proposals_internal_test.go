@@ -1,9 +1,11 @@
-package agent
+package shared
 
 import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/memfsd/memfsd/agent"
 )
 
 // TestProposals_TrimKeepsUnpushed: the record keeps proposalsKept pushed
@@ -12,7 +14,7 @@ import (
 // unpushed one out of the record, and it was never pushed).
 func TestProposals_TrimKeepsUnpushed(t *testing.T) {
 	t.Parallel()
-	a, err := New(&Config{Home: t.TempDir()}, "team")
+	a, err := New(&agent.Config{Home: t.TempDir()}, "team", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent_test
+package shared_test
 
 import (
 	"context"
@@ -12,27 +12,31 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/internal/gitserver"
+	"github.com/memfsd/memfsd/internal/testgit"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/shared"
 )
+
+const token = "tok-0123456789-secret"
 
 // sharedUnitWithView starts the unit of a shared repository "team"
 // seeded with files, with agent w's view attached (allow) and holding
 // them. leased(view) is the unit's viewLeased seam (set before it
 // starts; view is w's view folder). It returns the unit, the shared
 // clone's folder and w's view folder.
-func sharedUnitWithView(t *testing.T, files map[string]string, leased func(view string)) (*agent.Agent, string, string) {
+func sharedUnitWithView(t *testing.T, files map[string]string, leased func(view string)) (*shared.Unit, string, string) {
 	t.Helper()
 	srv := gitserver.New(t, token)
 	seed := filepath.Join(t.TempDir(), "seed")
-	git(t, filepath.Dir(seed), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), seed)
+	testgit.Run(t, filepath.Dir(seed), "clone", "-q", strings.Replace(srv.SharedURL("op", "team"), "http://", "http://memfsd:"+token+"@", 1), seed)
 	for p, c := range files {
 		if err := os.WriteFile(filepath.Join(seed, p), []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	git(t, seed, "add", ".")
-	git(t, seed, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-qm", "create")
-	git(t, seed, "push", "-q", "origin", "HEAD:main")
+	testgit.Run(t, seed, "add", ".")
+	testgit.Run(t, seed, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-qm", "create")
+	testgit.Run(t, seed, "push", "-q", "origin", "HEAD:main")
 
 	logs := &lockedBuffer{}
 	cfg := &agent.Config{Home: filepath.Join(t.TempDir(), "home"), BaseURL: srv.URL, Token: token,
@@ -45,18 +49,18 @@ func sharedUnitWithView(t *testing.T, files map[string]string, leased func(view 
 			t.Log(logs.String())
 		}
 	})
-	u, err := agent.NewShared(cfg, "team", srv.SharedURL("op", "team"))
+	u, err := shared.New(cfg, "team", srv.SharedURL("op", "team"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.Background, u.Debounce = true, 20*time.Millisecond
 	view := cfg.ViewDir("w", "team")
-	agent.SetViewLeased(u, func() { leased(view) })
+	shared.SetViewLeased(u, func() { leased(view) })
 	if err := u.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close(context.Background()) })
-	if err := u.AttachView("w", agent.WriteAllow); err != nil {
+	if err := u.AttachView("w", shared.WriteAllow); err != nil {
 		t.Fatal(err)
 	}
 	for p, c := range files {
@@ -119,7 +123,7 @@ func TestSharedView_RenameUnderTheLeaseKeepsTheOtherAgentsEdit(t *testing.T) {
 
 	// The other agent's tool edit: committed, then copied into w's view.
 	oldStr, newStr := "top 0\n", "top 1\n"
-	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", agent.WriteAllow)
+	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", shared.WriteAllow)
 	if err != nil || res.IsError {
 		t.Fatalf("o's edit: %v %s", err, res.Content)
 	}
@@ -128,7 +132,7 @@ func TestSharedView_RenameUnderTheLeaseKeepsTheOtherAgentsEdit(t *testing.T) {
 
 	var tip string
 	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
-		tip = git(t, clone, "show", "HEAD:f.md")
+		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
 		return strings.Contains(tip, "agent-0")
 	})
 	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
@@ -160,7 +164,7 @@ func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) 
 	}
 	time.Sleep(50 * time.Millisecond) // the file system's clock moves on (it ticks in milliseconds)
 	oldStr, newStr := "top 0\n", "top 1\n"
-	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", agent.WriteAllow)
+	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", shared.WriteAllow)
 	if err != nil || res.IsError {
 		t.Fatalf("o's edit: %v %s", err, res.Content)
 	}
@@ -174,7 +178,7 @@ func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) 
 	u.ViewChanged("w", "f.md") // the watcher's event for the rename
 	var tip string
 	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
-		tip = git(t, clone, "show", "HEAD:f.md")
+		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
 		return strings.Contains(tip, "agent-0")
 	})
 	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
@@ -193,7 +197,7 @@ func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) 
 	}
 	u.ViewChanged("w", "f.md")
 	poll(t, 20*time.Second, "w's second write on the shared branch", func() bool {
-		tip = git(t, clone, "show", "HEAD:f.md")
+		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
 		return strings.Contains(tip, "top 2")
 	})
 	if want := "top 2\n\nThe agent's lines:\nagent-0"; tip != want {
@@ -213,7 +217,7 @@ func TestSharedView_RenameUnderTheLeaseSurvivesARemoval(t *testing.T) {
 	renamed := make(chan struct{})
 	u, clone, view := sharedUnitWithView(t, map[string]string{"g.md": given, "keep.md": "kept\n"}, renameOnce(t, "g.md", given+"agent-0\n", renamed))
 
-	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "delete", Path: "/memories/g.md"}}, "o", agent.WriteAllow)
+	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "delete", Path: "/memories/g.md"}}, "o", shared.WriteAllow)
 	if err != nil || res.IsError {
 		t.Fatalf("o's deletion: %v %s", err, res.Content)
 	}
@@ -221,7 +225,7 @@ func TestSharedView_RenameUnderTheLeaseSurvivesARemoval(t *testing.T) {
 	u.ViewChanged("w", "g.md")
 
 	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
-		out, _ := gitTry(clone, "show", "HEAD:g.md")
+		out, _ := testgit.Try(clone, "show", "HEAD:g.md")
 		return out == given+"agent-0"
 	})
 	if data, err := os.ReadFile(filepath.Join(view, "g.md")); err != nil || string(data) != given+"agent-0\n" {

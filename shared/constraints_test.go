@@ -1,4 +1,4 @@
-package agent_test
+package shared_test
 
 import (
 	"os"
@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/internal/testgit"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // lettaDefaults is letta-code's default limits as a .memfs.config.json.
@@ -35,7 +36,7 @@ func TestSharedConstraints_EveryRoute(t *testing.T) {
 	u, clone, view := sharedUnitWithView(t, map[string]string{
 		"MEMORY.md": "# Memory\n", "a.md": v2File("a.md", 100), ".memfs.config.json": lettaDefaults,
 	}, func(string) {})
-	if err := u.AttachView("p", agent.WritePropose); err != nil {
+	if err := u.AttachView("p", shared.WritePropose); err != nil {
 		t.Fatal(err)
 	}
 	pview := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(view))), "p", "shared", "team")
@@ -45,7 +46,7 @@ func TestSharedConstraints_EveryRoute(t *testing.T) {
 	})
 
 	// The tool, allow and propose: refused in letta-code's words.
-	for _, write := range []agent.WritePolicy{agent.WriteAllow, agent.WritePropose} {
+	for _, write := range []shared.WritePolicy{shared.WriteAllow, shared.WritePropose} {
 		for rel, text := range map[string]string{"big.md": v2File("big.md", 20001), "d1/d2/d3/deep.md": v2File("deep.md", 50)} {
 			in := memtool.Call{Input: memtool.Input{Command: "create", Path: "/memories/" + rel, FileText: &text}}
 			res, err := u.SharedCall(in, "o", write)
@@ -81,7 +82,7 @@ func TestSharedConstraints_EveryRoute(t *testing.T) {
 	}
 	u.ViewChanged("w", "big.md")
 	waitReminder(t, u, "w", "big.md")
-	if out, err := gitTry(clone, "ls-tree", "-r", "--name-only", "HEAD"); err != nil || strings.Contains(out, "big.md") {
+	if out, err := testgit.Try(clone, "ls-tree", "-r", "--name-only", "HEAD"); err != nil || strings.Contains(out, "big.md") {
 		t.Fatalf("big.md committed to the shared branch: %q %v", out, err)
 	}
 	if _, err := os.Stat(filepath.Join(clone, "big.md")); err == nil {
@@ -97,13 +98,13 @@ func TestSharedConstraints_EveryRoute(t *testing.T) {
 	}
 	u.ViewChanged("w", "big.md")
 	poll(t, 8*time.Second, "the shortened big.md on the shared branch", func() bool {
-		out, _ := gitTry(clone, "show", "HEAD:big.md")
+		out, _ := testgit.Try(clone, "show", "HEAD:big.md")
 		return len(out) == len(strings.TrimRight(fits, "\n"))
 	})
 }
 
 // waitReminder waits for view id's constraints_held reminder naming rel.
-func waitReminder(t *testing.T, u *agent.Agent, id, rel string) {
+func waitReminder(t *testing.T, u *shared.Unit, id, rel string) {
 	t.Helper()
 	var got []reminders.Reminder
 	poll(t, 8*time.Second, id+"'s constraints_held reminder for "+rel, func() bool {

@@ -1,4 +1,4 @@
-package agent
+package shared
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
@@ -51,19 +52,19 @@ const proposalsKept = 200
 // pipeline's lock, the written bytes are taken out of the clone (HEAD's
 // versions put back: the shared branch never sees them) and committed as
 // a proposal; the push runs after, without the lock.
-func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) {
+func (a *Unit) proposeCall(in memtool.Call, by string) (memtool.Result, error) {
 	repo := a.repository()
 	if repo == nil {
-		return memtool.Result{}, ErrNotReady
+		return memtool.Result{}, agent.ErrNotReady
 	}
 	secrets := a.secretPatterns()
 	rules := a.frontMatterRules()
 	var prop Proposal
 	tool := &memtool.Tool{
 		Dir:     a.Dir(),
-		Tree:    a.tree.Load(),
+		Tree:    a.WorkTree(),
 		Secrets: secrets,
-		Mu:      &a.writeMu,
+		Mu:      a.writeMu,
 		Commit: func(paths []string, message string) (string, error) {
 			files := map[string][]byte{}
 			heads := map[string][]byte{}
@@ -127,7 +128,7 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 	if res.IsError || prop.Branch == "" {
 		return res, nil
 	}
-	err := a.pushProposal(a.ctx, &prop)
+	err := a.pushProposal(a.Lifetime(), &prop)
 	if rerr := a.recordProposal(prop); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -142,7 +143,7 @@ func (a *Agent) proposeCall(in memtool.Call, by string) (memtool.Result, error) 
 // checkProposed judges a proposed version of p (present false: a
 // deletion) against HEAD's (inHead false: none) as any write is judged:
 // credentials, read-only blocks, front matter.
-func (a *Agent) checkProposed(p string, head []byte, inHead bool, data []byte, present bool, secrets []memtool.SecretPattern, rules func(string) bool) error {
+func (a *Unit) checkProposed(p string, head []byte, inHead bool, data []byte, present bool, secrets []memtool.SecretPattern, rules func(string) bool) error {
 	if present {
 		if name, found := memtool.SecretIn(secrets, string(data)); found {
 			return fmt.Errorf("refused: %s looks like it holds a credential (%s)", p, name)
@@ -168,35 +169,17 @@ func (a *Agent) checkProposed(p string, head []byte, inHead bool, data []byte, p
 	return nil
 }
 
-// proposalBase is the commit a proposal goes on top of: the shared
-// branch's remote tip, or, before the shared repository's first push
-// reached the remote (no remote tip yet), the local tip the first push will
-// carry. A root commit there would be history an operator's plain `git
-// merge` refuses (unrelated histories). Zero only when both are unborn.
-func proposalBase(repo *gitmem.Repo) (plumbing.Hash, error) {
-	base, err := repo.RemoteHead()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read the remote tip: %w", err)
-	}
-	if base.IsZero() {
-		if base, err = repo.Head(); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("read the local tip: %w", err)
-		}
-	}
-	return base, nil
-}
-
 // commitProposal commits files (path → content, nil deletes) by agent by
 // on top of the shared branch's remote tip (proposalBase), on a new branch
 // proposals/<by>/<UTC stamp>-<ns>; the push is the caller's.
-func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]byte, message string) (Proposal, error) {
-	base, err := proposalBase(repo)
+func (a *Unit) commitProposal(repo *gitmem.Repo, by string, files map[string][]byte, message string) (Proposal, error) {
+	base, err := agent.ProposalBase(repo)
 	if err != nil {
 		return Proposal{}, fmt.Errorf("propose: %w", err)
 	}
 	now := time.Now().UTC()
 	branch := fmt.Sprintf("proposals/%s/%s-%09d", by, now.Format("20060102T150405Z"), now.Nanosecond())
-	h, err := repo.CommitOnto("refs/heads/"+branch, base, files, message, a.cfg.author(by))
+	h, err := repo.CommitOnto("refs/heads/"+branch, base, files, message, a.cfg.Author(by))
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -210,10 +193,10 @@ func (a *Agent) commitProposal(repo *gitmem.Repo, by string, files map[string][]
 
 // pushProposal pushes a proposal's branch, in one attempt (a failed one
 // is pushed again at the next sync).
-func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
+func (a *Unit) pushProposal(ctx context.Context, p *Proposal) error {
 	repo := a.repository()
 	if repo == nil {
-		return ErrNotReady
+		return agent.ErrNotReady
 	}
 	// One attempt, bounded like any attempt: a proposal waits for the
 	// next turn, never holds up this tool call or sync with backoff.
@@ -244,7 +227,7 @@ func (a *Agent) pushProposal(ctx context.Context, p *Proposal) error {
 // protected name) lets the others be tried at once; a remote that is
 // unreachable or failing ends this sync's pushes, so it costs a turn one
 // request, not one per proposal.
-func (a *Agent) pushPendingProposals(ctx context.Context) {
+func (a *Unit) pushPendingProposals(ctx context.Context) {
 	for _, p := range a.Proposals() {
 		if p.Pushed {
 			continue
@@ -258,7 +241,7 @@ func (a *Agent) pushPendingProposals(ctx context.Context) {
 }
 
 // Proposals lists the unit's proposals, oldest first.
-func (a *Agent) Proposals() []Proposal {
+func (a *Unit) Proposals() []Proposal {
 	var out []Proposal
 	if data, err := os.ReadFile(a.recordPath(proposalsFile)); err == nil {
 		_ = json.Unmarshal(data, &out)
@@ -267,7 +250,7 @@ func (a *Agent) Proposals() []Proposal {
 }
 
 // recordProposal adds or updates p in the unit's record.
-func (a *Agent) recordProposal(p Proposal) error {
+func (a *Unit) recordProposal(p Proposal) error {
 	a.skipMu.Lock()
 	defer a.skipMu.Unlock()
 	list := slices.DeleteFunc(a.Proposals(), func(x Proposal) bool { return x.Branch == p.Branch })
@@ -285,7 +268,7 @@ func (a *Agent) recordProposal(p Proposal) error {
 		list = slices.Delete(list, i, i+1)
 	}
 	data, _ := json.MarshalIndent(list, "", "  ")
-	if err := writeRecord(a.recordPath(proposalsFile), data); err != nil {
+	if err := agent.WriteRecord(a.recordPath(proposalsFile), data); err != nil {
 		return fmt.Errorf("record proposal %s: %w", p.Branch, err)
 	}
 	return nil
@@ -294,7 +277,7 @@ func (a *Agent) recordProposal(p Proposal) error {
 // PendingProposals are agent by's proposals an operator has not merged:
 // some path of the proposal differs between its commit and the shared
 // branch (newest last, at most proposalsShown).
-func (a *Agent) PendingProposals(by string) []Proposal {
+func (a *Unit) PendingProposals(by string) []Proposal {
 	repo := a.repository()
 	if repo == nil {
 		return nil

@@ -1,4 +1,4 @@
-package agent
+package shared
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -174,21 +175,21 @@ func walkView(wt *worktree.Dir) ([]string, error) {
 // and not yet replaced in the view) it is kept beside the view's record,
 // by blob id, until the record no longer names it.
 
-func (a *Agent) viewBaseDir(id string) string {
+func (a *Unit) viewBaseDir(id string) string {
 	return filepath.Join(a.cfg.Home, "agents", id, "records", "shared-view-"+a.ID+".bases")
 }
 
 // keepViewBase keeps data (blob id h) as a base of view v.
-func (a *Agent) keepViewBase(v *view, h string, data []byte) error {
+func (a *Unit) keepViewBase(v *view, h string, data []byte) error {
 	p := filepath.Join(a.viewBaseDir(v.id), h)
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
-	return writeRecord(p, data)
+	return agent.WriteRecord(p, data)
 }
 
 // viewBase reads base h of view v: kept beside the record, or a blob.
-func (a *Agent) viewBase(repo *gitmem.Repo, v *view, h string) ([]byte, error) {
+func (a *Unit) viewBase(repo *gitmem.Repo, v *view, h string) ([]byte, error) {
 	if data, err := os.ReadFile(filepath.Join(a.viewBaseDir(v.id), h)); err == nil {
 		return data, nil
 	}
@@ -196,7 +197,7 @@ func (a *Agent) viewBase(repo *gitmem.Repo, v *view, h string) ([]byte, error) {
 }
 
 // pruneViewBases drops the kept bases v's record no longer names.
-func (a *Agent) pruneViewBases(v *view) {
+func (a *Unit) pruneViewBases(v *view) {
 	dir := a.viewBaseDir(v.id)
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -1,4 +1,4 @@
-package agent
+package shared
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/reminders"
@@ -41,11 +42,11 @@ type detachedNote struct {
 // one is removed), drops its view record and records the reminder. It
 // reports where the folder went ("" when there was none or it was empty).
 // The caller has stopped serving the view.
-func MoveDetachedView(cfg *Config, id, name string) (string, error) {
+func MoveDetachedView(cfg *agent.Config, id, name string) (string, error) {
 	dir := cfg.ViewDir(id, name)
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Remove(cfg.viewRecordPath(id, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(viewRecordPath(cfg, id, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
 		return "", nil
@@ -53,7 +54,7 @@ func MoveDetachedView(cfg *Config, id, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("move the detached view %s of %s aside: %w", name, id, err)
 	}
-	if err := os.Remove(cfg.viewRecordPath(id, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(viewRecordPath(cfg, id, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("move the detached view %s of %s aside: %w", name, id, err)
 	}
 	if fi.IsDir() {
@@ -76,7 +77,7 @@ func MoveDetachedView(cfg *Config, id, name string) (string, error) {
 	notes := readDetachedNotes(cfg, id)
 	notes = append(notes, detachedNote{Name: name, MovedTo: moved})
 	if data, err := json.Marshal(notes); err == nil {
-		if err := writeRecord(detachedNotesPath(cfg, id), data); err != nil {
+		if err := agent.WriteRecord(detachedNotesPath(cfg, id), data); err != nil {
 			return moved, fmt.Errorf("record the detached view %s of %s: %w", name, id, err)
 		}
 	}
@@ -86,7 +87,7 @@ func MoveDetachedView(cfg *Config, id, name string) (string, error) {
 // MoveUnattachedViews moves aside agent id's view folders of shared
 // repositories it is not attached to (attached: the names it is), as
 // found at start: detached while no daemon ran.
-func MoveUnattachedViews(cfg *Config, id string, attached []string) ([]string, error) {
+func MoveUnattachedViews(cfg *agent.Config, id string, attached []string) ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(cfg.Home, "agents", id, "shared"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -115,11 +116,11 @@ func MoveUnattachedViews(cfg *Config, id string, attached []string) ([]string, e
 	return moved, errors.Join(errs...)
 }
 
-func detachedNotesPath(cfg *Config, id string) string {
+func detachedNotesPath(cfg *agent.Config, id string) string {
 	return filepath.Join(cfg.Home, "agents", id, "records", detachedNotesFile)
 }
 
-func readDetachedNotes(cfg *Config, id string) []detachedNote {
+func readDetachedNotes(cfg *agent.Config, id string) []detachedNote {
 	data, err := os.ReadFile(detachedNotesPath(cfg, id))
 	if err != nil {
 		return nil
@@ -131,7 +132,7 @@ func readDetachedNotes(cfg *Config, id string) []detachedNote {
 
 // DetachedViewReminders are agent id's shared_detached reminders; fetching
 // them tells them (they are not repeated).
-func DetachedViewReminders(cfg *Config, id string) []reminders.Reminder {
+func DetachedViewReminders(cfg *agent.Config, id string) []reminders.Reminder {
 	notes := readDetachedNotes(cfg, id)
 	if len(notes) == 0 {
 		return nil
@@ -153,7 +154,7 @@ func DetachedViewReminders(cfg *Config, id string) []reminders.Reminder {
 // clones the remote again; each view attached in this process's life is
 // told once (shared_head_detached). Run at Open, before the clone is
 // opened.
-func (a *Agent) moveDetachedClone() {
+func (a *Unit) moveDetachedClone() {
 	gitDir := filepath.Join(a.Dir(), ".git")
 	if _, err := os.Lstat(gitDir); err != nil {
 		return // no clone yet: the sync loop makes it

@@ -1,6 +1,7 @@
-package agent
+package shared
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -86,7 +88,7 @@ func newViewSet() *viewSet {
 }
 
 // viewRecordPath is agent id's record of its view of name.
-func (c *Config) viewRecordPath(id, name string) string {
+func viewRecordPath(c *agent.Config, id, name string) string {
 	return filepath.Join(c.Home, "agents", id, "records", "shared-view-"+name+".json")
 }
 
@@ -94,8 +96,8 @@ func (c *Config) viewRecordPath(id, name string) string {
 // under policy write (or changes its policy): the folder is made (0700)
 // and held open, the shared tip is copied in and the folder scanned at
 // the next round.
-func (a *Agent) AttachView(id string, write WritePolicy) error {
-	if !a.shared {
+func (a *Unit) AttachView(id string, write WritePolicy) error {
+	if !a.Shared() {
 		return fmt.Errorf("attach view: %s is not a shared repository", a.ID)
 	}
 	vs := a.views
@@ -123,7 +125,7 @@ func (a *Agent) AttachView(id string, write WritePolicy) error {
 	// (every name inside a view may be a path of the shared tree).
 	tree.SetTempDir(filepath.Join(filepath.Dir(dir), ".memfsd-tmp"))
 	v := &view{id: id, dir: dir, tree: tree, write: write, pending: map[string]bool{}, full: true}
-	v.rec = readViewRecord(a.cfg.viewRecordPath(id, a.ID))
+	v.rec = readViewRecord(viewRecordPath(a.cfg, id, a.ID))
 	if a.viewsMovedAside.Load() {
 		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindSharedHeadDetached})
 	}
@@ -141,7 +143,7 @@ func (a *Agent) AttachView(id string, write WritePolicy) error {
 
 // DetachView stops serving agent id's view (its folder and record stay)
 // and reports how many views are left.
-func (a *Agent) DetachView(id string) int {
+func (a *Unit) DetachView(id string) int {
 	vs := a.views
 	if vs == nil {
 		return 0
@@ -164,7 +166,7 @@ func (a *Agent) DetachView(id string) int {
 }
 
 // Views counts the views served.
-func (a *Agent) Views() int {
+func (a *Unit) Views() int {
 	if a.views == nil {
 		return 0
 	}
@@ -175,7 +177,7 @@ func (a *Agent) Views() int {
 
 // ViewChanged records a write to rel in agent id's view (the watcher's
 // event): taken once it settles (the debounce).
-func (a *Agent) ViewChanged(id, rel string) {
+func (a *Unit) ViewChanged(id, rel string) {
 	vs := a.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
@@ -187,7 +189,7 @@ func (a *Agent) ViewChanged(id, rel string) {
 
 // ViewRescan asks for a scan of agent id's whole view (an overflow, a
 // folder removed).
-func (a *Agent) ViewRescan(id string) {
+func (a *Unit) ViewRescan(id string) {
 	vs := a.views
 	vs.mu.Lock()
 	if v := vs.m[id]; v != nil {
@@ -199,7 +201,7 @@ func (a *Agent) ViewRescan(id string) {
 
 // ViewPolling marks agent id's view as scanned every second (the kernel
 // refused watches).
-func (a *Agent) ViewPolling(id string) {
+func (a *Unit) ViewPolling(id string) {
 	vs := a.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
@@ -209,7 +211,7 @@ func (a *Agent) ViewPolling(id string) {
 }
 
 // kickViews asks the view loop for a round (the tip moved).
-func (a *Agent) kickViews() {
+func (a *Unit) kickViews() {
 	if a.views == nil {
 		return
 	}
@@ -219,16 +221,15 @@ func (a *Agent) kickViews() {
 	}
 }
 
-// viewLoop runs rounds until the unit closes: on a kick (a commit, a
+// Run runs rounds (the view loop) until ctx ends (the unit closes): on a kick (a commit, a
 // sync, an attachment), when view writes settle, and every second for
 // polled views. It never waits on the network.
-func (a *Agent) viewLoop() {
-	defer a.wg.Done()
+func (a *Unit) Run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-a.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-a.views.kick:
 		case <-a.views.timer.C:
@@ -242,7 +243,7 @@ func (a *Agent) viewLoop() {
 }
 
 // markPolled asks for a full scan of each polled view; false when none.
-func (a *Agent) markPolled() bool {
+func (a *Unit) markPolled() bool {
 	vs := a.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
@@ -257,7 +258,7 @@ func (a *Agent) markPolled() bool {
 
 // viewRound takes each view's settled writes into the pipeline, then
 // brings every view to the shared tip.
-func (a *Agent) viewRound() {
+func (a *Unit) viewRound() {
 	repo := a.repository()
 	if repo == nil {
 		return
@@ -320,17 +321,17 @@ func (a *Agent) viewRound() {
 
 // viewHeld queues v's paths (its whole view when full) for a round after
 // the person's git operation may have ended (a poll's time).
-func (a *Agent) viewHeld(v *view, paths []string, full bool) {
+func (a *Unit) viewHeld(v *view, paths []string, full bool) {
 	a.viewPending(v, paths)
 	vs := a.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	v.full = v.full || full
-	vs.timer.Reset(personGitPoll)
+	vs.timer.Reset(agent.PersonGitPoll)
 }
 
 // viewPending queues paths of v for the next round.
-func (a *Agent) viewPending(v *view, paths []string) {
+func (a *Unit) viewPending(v *view, paths []string) {
 	if len(paths) == 0 {
 		return
 	}
@@ -354,7 +355,7 @@ func readViewRecord(p string) viewRecord {
 }
 
 // saveViewRecord writes v's record (under v.busy).
-func (a *Agent) saveViewRecord(v *view) error {
+func (a *Unit) saveViewRecord(v *view) error {
 	v.rec.Version = viewRecordVersion
 	if len(v.rec.Notes) > notesKept {
 		v.rec.Notes = v.rec.Notes[len(v.rec.Notes)-notesKept:]
@@ -363,7 +364,7 @@ func (a *Agent) saveViewRecord(v *view) error {
 	if err != nil {
 		return err
 	}
-	if err := writeRecord(a.cfg.viewRecordPath(v.id, a.ID), data); err != nil {
+	if err := agent.WriteRecord(viewRecordPath(a.cfg, v.id, a.ID), data); err != nil {
 		return err
 	}
 	a.pruneViewBases(v)
@@ -372,7 +373,7 @@ func (a *Agent) saveViewRecord(v *view) error {
 
 // ViewReminders are agent id's reminders about its view (what was undone
 // or held); fetching them tells them (they are not repeated).
-func (a *Agent) ViewReminders(id string) []reminders.Reminder {
+func (a *Unit) ViewReminders(id string) []reminders.Reminder {
 	if a.views == nil {
 		return nil
 	}
@@ -396,7 +397,7 @@ func (a *Agent) ViewReminders(id string) []reminders.Reminder {
 }
 
 // closeViews lets every view's folder go (Close, after the loops ended).
-func (a *Agent) closeViews() {
+func (a *Unit) CloseViews() {
 	if a.views == nil {
 		return
 	}

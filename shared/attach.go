@@ -1,4 +1,4 @@
-package agent
+package shared
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 )
 
@@ -78,40 +79,12 @@ func ParseWritePolicy(s string) (WritePolicy, error) {
 	return "", fmt.Errorf("write %q: want allow, propose or deny", s)
 }
 
-// SharedDir is where the one clone of shared repository name lives in
-// this home: <home>/shared/<name> (its work tree is memory/ below it).
-func (c *Config) SharedDir(name string) string {
-	return filepath.Join(c.Home, "shared", name)
-}
-
-// ViewDir is agent id's view of shared repository name:
-// <home>/agents/<id>/shared/<name>, a plain folder (no .git) the agent may
-// read and write; memfsd copies the shared tip into it and takes the
-// agent's changes from it.
-func (c *Config) ViewDir(id, name string) string {
-	return filepath.Join(c.Home, "agents", id, "shared", name)
-}
-
-// DefaultSharedURL is letta-code's URL of agent id's repository name:
-// <base>/v1/git/<id>/repositories/<name>.git (the embedded default under
-// <home>/remote likewise). A --remote-template has no place for a
-// repository name: then the operator gives the URL.
-func (c *Config) DefaultSharedURL(id, name string) (string, error) {
-	switch {
-	case c.RemoteTemplate != "":
-		return "", fmt.Errorf("shared %s: memfsd runs with --remote-template, which names one repository per agent: give the shared repository's URL (remote_url, or --remote)", name)
-	case c.BaseURL == "":
-		return gitmem.EmbeddedURL(filepath.Join(c.Home, "remote", "v1", "git", id, "repositories", name+".git")), nil
-	}
-	return c.BaseURL + "/v1/git/" + id + "/repositories/" + url.PathEscape(name) + ".git", nil
-}
-
 // attachMu serialises attachment records in this process.
 var attachMu sync.Mutex
 
 // ReadAttachments lists agent id's attachments, sorted by name.
-func ReadAttachments(cfg *Config, id string) ([]Attachment, error) {
-	if err := ValidateID(id); err != nil {
+func ReadAttachments(cfg *agent.Config, id string) ([]Attachment, error) {
+	if err := agent.ValidateID(id); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(cfg.Home, "agents", id, attachmentsFile))
@@ -134,8 +107,8 @@ func ReadAttachments(cfg *Config, id string) ([]Attachment, error) {
 // at.RemoteURL, else the one this home already has for the name, else
 // letta-code's default for id; a name already attached here with another
 // URL is ErrSharedRemoteConflict (one name, one repository per home).
-func Attach(cfg *Config, id string, at Attachment) (Attachment, error) {
-	if err := ValidateID(id); err != nil {
+func Attach(cfg *agent.Config, id string, at Attachment) (Attachment, error) {
+	if err := agent.ValidateID(id); err != nil {
 		return at, err
 	}
 	if err := ValidateSharedName(at.Name); err != nil {
@@ -156,7 +129,7 @@ func Attach(cfg *Config, id string, at Attachment) (Attachment, error) {
 		}
 		if known != "" && known != at.RemoteURL {
 			return at, fmt.Errorf("shared %s: %w: %s here, not %s (detach it from every agent and remove %s to move it)",
-				at.Name, ErrSharedRemoteConflict, RedactURL(known), RedactURL(at.RemoteURL), cfg.SharedDir(at.Name))
+				at.Name, ErrSharedRemoteConflict, agent.RedactURL(known), agent.RedactURL(at.RemoteURL), cfg.SharedDir(at.Name))
 		}
 	case known != "":
 		at.RemoteURL = known
@@ -169,11 +142,11 @@ func Attach(cfg *Config, id string, at Attachment) (Attachment, error) {
 		if err := os.MkdirAll(filepath.Join(cfg.Home, "shared"), 0o700); err != nil {
 			return at, fmt.Errorf("shared %s: %w", at.Name, err)
 		}
-		if err := writeRecord(filepath.Join(cfg.SharedDir(at.Name), sharedRemoteFile), []byte(at.RemoteURL+"\n")); err != nil {
+		if err := agent.WriteRecord(filepath.Join(cfg.SharedDir(at.Name), sharedRemoteFile), []byte(at.RemoteURL+"\n")); err != nil {
 			return at, fmt.Errorf("shared %s: record the remote: %w", at.Name, err)
 		}
 	}
-	if err := cfg.ensurePrivateDirs(id); err != nil {
+	if err := cfg.EnsurePrivateDirs(id); err != nil {
 		return at, fmt.Errorf("shared %s: %w", at.Name, err)
 	}
 	list, err := ReadAttachments(cfg, id)
@@ -189,7 +162,7 @@ func Attach(cfg *Config, id string, at Attachment) (Attachment, error) {
 // Detach drops agent id's attachment of name; false when there was none.
 // The shared clone and the agent's view stay on disk (opening never
 // destroys; a later attach takes them up again).
-func Detach(cfg *Config, id, name string) (bool, error) {
+func Detach(cfg *agent.Config, id, name string) (bool, error) {
 	if err := ValidateSharedName(name); err != nil {
 		return false, err
 	}
@@ -207,19 +180,19 @@ func Detach(cfg *Config, id, name string) (bool, error) {
 	return true, writeAttachments(cfg, id, list)
 }
 
-func writeAttachments(cfg *Config, id string, list []Attachment) error {
+func writeAttachments(cfg *agent.Config, id string, list []Attachment) error {
 	slices.SortFunc(list, func(x, y Attachment) int { return strings.Compare(x.Name, y.Name) })
 	if list == nil {
 		list = []Attachment{}
 	}
 	data, _ := json.MarshalIndent(list, "", "  ")
-	if err := writeRecord(filepath.Join(cfg.Home, "agents", id, attachmentsFile), append(data, '\n')); err != nil {
+	if err := agent.WriteRecord(filepath.Join(cfg.Home, "agents", id, attachmentsFile), append(data, '\n')); err != nil {
 		return fmt.Errorf("record shared attachments of %s: %w", id, err)
 	}
 	return nil
 }
 
-func readSharedRemote(cfg *Config, name string) string {
+func readSharedRemote(cfg *agent.Config, name string) string {
 	data, err := os.ReadFile(filepath.Join(cfg.SharedDir(name), sharedRemoteFile))
 	if err != nil {
 		return ""
@@ -236,7 +209,7 @@ func checkSharedURL(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("remote_url %q: want http(s)://host[:port]/path, no credentials or query (the token comes from MEMFSD_TOKEN)", RedactURL(raw))
+		return "", fmt.Errorf("remote_url %q: want http(s)://host[:port]/path, no credentials or query (the token comes from MEMFSD_TOKEN)", agent.RedactURL(raw))
 	}
 	return u.String(), nil
 }
