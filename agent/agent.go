@@ -16,6 +16,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memcontext"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
@@ -113,9 +114,8 @@ type Agent struct {
 	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
 	callMu sync.Mutex
-	// ctxMu guards the context cache (rendered once per revision).
-	ctxMu    sync.Mutex
-	ctxCache contextCache
+	// ctxCache renders the context, once per revision (memcontext).
+	ctxCache memcontext.Cache
 	// search is the tiers and search index, built on first use (search.go).
 	search searchState
 
