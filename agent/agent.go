@@ -20,6 +20,7 @@ import (
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/treecheck"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -56,7 +57,10 @@ type Hooks struct {
 // and pushes once, bounded by its context.
 type Agent struct {
 	// treeChecks is letta-code's tree checks, kept from commit to commit.
-	treeChecks treeChecks
+	treeChecks treecheck.Checks
+	// heldMu serialises the constraints-held record's read-modify-write
+	// (the pipeline and the outgoing check both update it).
+	heldMu sync.Mutex
 
 	ID string
 

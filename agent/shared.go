@@ -48,7 +48,7 @@ func NewShared(cfg *Config, name, remoteURL string, views Views) (*Agent, error)
 	}
 	a.folder = cfg.SharedDir(name)
 	a.shared = true
-	a.treeChecks.shared = true
+	a.treeChecks.Shared = true
 	a.views = views
 	a.remoteOverride = remoteURL
 	a.log = cfg.Logger.With("shared", name)
