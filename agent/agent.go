@@ -17,6 +17,7 @@ import (
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memcontext"
+	"github.com/memfsd/memfsd/memsearch"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
@@ -121,7 +122,7 @@ type Agent struct {
 	// ctxCache renders the context, once per revision (memcontext).
 	ctxCache memcontext.Cache
 	// search is the tiers and search index, built on first use (search.go).
-	search searchState
+	search memsearch.State
 
 	// tree is the memory folder held open (worktree.go), with repo.
 	tree atomic.Pointer[worktree.Dir]
