@@ -19,6 +19,7 @@ import (
 	"github.com/memfsd/memfsd/memcontext"
 	"github.com/memfsd/memfsd/memsearch"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/persongit"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/treecheck"
@@ -151,7 +152,7 @@ type Agent struct {
 	flushTimer *time.Timer
 	rescanC    chan struct{}
 	// pg is the wait on a person's git operation in the folder (persongit.go).
-	pg personGitState
+	pg persongit.Wait
 
 	// Turn coalescing: a turn waits for the first sync that starts after
 	// it arrived; turns arriving during a sync share the next one.

@@ -82,8 +82,8 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	deferred := a.takeDeferred()
 	for i, d := range deferred {
 		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
-			Paths: d.paths, One: true, Author: d.author,
-			Message: func(gitmem.PathView) string { return d.message },
+			Paths: d.Paths, One: true, Author: d.Author,
+			Message: func(gitmem.PathView) string { return d.Message },
 		}, false)
 		out.add(o)
 		if err != nil {
