@@ -11,7 +11,6 @@ import (
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
-	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -76,18 +75,6 @@ const PersonGitPoll = personGitPoll
 
 // ProblemTexts are the problems' texts.
 func ProblemTexts(ps []blocks.Problem) []string { return problemTexts(ps) }
-
-// OddInputGuard holds, before next sees them, direct writes too large or
-// with an odd name (named in problems).
-func OddInputGuard(max int64, problems map[string]reminders.WriteProblem, next gitmem.Guard) gitmem.Guard {
-	return oddInputGuard(max, problems, next)
-}
-
-// DirectWriteGuard judges direct writes as the pipeline does (read-only
-// blocks, credentials, front matter, limits, mass deletions).
-func DirectWriteGuard(acceptDeletes bool, holding int, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
-	return directWriteGuard(acceptDeletes, holding, patterns, rules, secrets, limits, broken)
-}
 
 // Author is agent id's commit signature (the configured author, if any).
 func (c *Config) Author(id string) gitmem.Signature { return c.author(id) }

@@ -14,6 +14,7 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitfmt/merge3"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/guard"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -190,7 +191,7 @@ func (a *Unit) takeAllowed(repo *gitmem.Repo, v *view, changes []viewChange) err
 			// letta-code agents may share this repository: a change that
 			// makes its tree break letta-code's MemFS rules more is held
 			// (they could commit nothing past it).
-			Guard:  agent.OddInputGuard(a.maxFileBytes(), odd, a.withTreeGuard(agent.DirectWriteGuard(false, 0, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken), tree)),
+			Guard:  guard.OddInput(a.maxFileBytes(), odd, a.withTreeGuard(guard.DirectWrite(false, 0, a.secretPatterns(), a.frontMatterRules(), secrets, map[string]reminders.LimitOver{}, broken), tree)),
 			Keep:   func(p string, data []byte) error { return a.keepRejected("view-"+v.id+"/"+p, data) },
 			Author: &author,
 		})
