@@ -10,10 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/memfsd/memfsd/rejected"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -37,9 +36,6 @@ const (
 	// heldPushFile is the local tip whose push the outgoing check held (a
 	// committed mass deletion) and the files it deletes.
 	heldPushFile = "held-push.json"
-	// rejectedDir keeps the bytes of direct writes to read-only blocks that
-	// were undone: <unix-nanos>-<path with / as %>.
-	rejectedDir = "rejected"
 	// rejectedSeenFile holds the time the agent fetched its reminders while
 	// rejections were shown; the next turn moves it to rejectedToldFile.
 	rejectedSeenFile = "rejected-seen"
@@ -52,34 +48,6 @@ const DefaultRejectedKeep = 100
 
 func (a *Agent) recordPath(name string) string {
 	return filepath.Join(a.folder, "records", name)
-}
-
-// rejectedRel is where rejected bytes are kept, relative to the memory
-// folder: inside its .git, which the agent's shell reaches too, so every
-// step there goes through the folder's descriptor (withTree), never by
-// name: a link the agent puts at .git/memfsd or at the folder is removed,
-// never followed.
-const rejectedRel = ".git/memfsd/" + rejectedDir
-
-// realDirsIn makes each of rels (outermost first) a real folder beneath wt:
-// a symbolic link or a file standing there (the agent's doing) is removed
-// (the link itself, not what it points to) first.
-func realDirsIn(wt *worktree.Dir, rels ...string) error {
-	for _, rel := range rels {
-		st, err := wt.Lstat(rel)
-		if err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-			continue
-		}
-		if err == nil {
-			if err := wt.Remove(rel); err != nil {
-				return err
-			}
-		}
-		if err := wt.MkdirAll(rel); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readHeld reads the held-deletes record (nil when none).
@@ -110,17 +78,10 @@ func (a *Agent) writeHeld(paths []string) error {
 }
 
 // keepRejected stores bytes a guard took out of the work tree and prunes
-// the folder to the newest DefaultRejectedKeep files.
+// the folder to the newest DefaultRejectedKeep files (package rejected).
 func (a *Agent) keepRejected(rel string, data []byte) error {
 	err := a.withTree(func(wt *worktree.Dir) error {
-		if err := realDirsIn(wt, ".git/memfsd", rejectedRel); err != nil {
-			return err
-		}
-		name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
-		if _, err := wt.WriteFile(rejectedRel+"/"+name, data, worktree.Regular, false); err != nil {
-			return err
-		}
-		return pruneRejected(wt, DefaultRejectedKeep)
+		return rejected.Keep(wt, rel, data, DefaultRejectedKeep)
 	})
 	if err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
@@ -128,62 +89,11 @@ func (a *Agent) keepRejected(rel string, data []byte) error {
 	return nil
 }
 
-var lastNanos atomic.Int64
-
-// uniqueNanos is the time in nanoseconds, strictly increasing in this
-// process, so two rejections never share a name.
-func uniqueNanos() int64 {
-	for {
-		now, last := time.Now().UnixNano(), lastNanos.Load()
-		if now <= last {
-			now = last + 1
-		}
-		if lastNanos.CompareAndSwap(last, now) {
-			return now
-		}
-	}
-}
-
-// pruneRejected removes all but the newest keep rejected files.
-func pruneRejected(wt *worktree.Dir, keep int) error {
-	names := rejectedNamesIn(wt)
-	for len(names) > keep {
-		if err := wt.Remove(rejectedRel + "/" + names[0].file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		names = names[1:]
-	}
-	return nil
-}
-
-type rejectedName struct {
-	file string
-	at   int64
-	path string
-}
-
-// rejectedNamesIn lists the rejected files, oldest first (none when the
-// folder is missing or not a real folder).
-func rejectedNamesIn(wt *worktree.Dir) []rejectedName {
-	entries, _ := wt.ReadDir(rejectedRel)
-	var out []rejectedName
-	for _, e := range entries {
-		at, rest, ok := strings.Cut(e.Name, "-")
-		n, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil || e.Stat.Mode&syscall.S_IFMT != syscall.S_IFREG {
-			continue
-		}
-		out = append(out, rejectedName{file: e.Name, at: n, path: strings.ReplaceAll(rest, "%", "/")})
-	}
-	slices.SortFunc(out, func(x, y rejectedName) int { return int(x.at - y.at) })
-	return out
-}
-
 // rejectedNames lists the rejected files of the agent, oldest first.
-func (a *Agent) rejectedNames() []rejectedName {
-	var out []rejectedName
+func (a *Agent) rejectedNames() []rejected.Name {
+	var out []rejected.Name
 	a.withTree(func(wt *worktree.Dir) error {
-		out = rejectedNamesIn(wt)
+		out = rejected.Names(wt)
 		return nil
 	})
 	return out
@@ -195,8 +105,8 @@ func (a *Agent) untoldRejections() []string {
 	told := readStamp(a.recordPath(rejectedToldFile))
 	var out []string
 	for _, n := range a.rejectedNames() {
-		if n.at > told && !slices.Contains(out, n.path) {
-			out = append(out, n.path)
+		if n.At > told && !slices.Contains(out, n.Path) {
+			out = append(out, n.Path)
 		}
 	}
 	return out

@@ -29,8 +29,8 @@ func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
 	if len(names) != DefaultRejectedKeep {
 		t.Fatalf("kept %d rejected files, want %d", len(names), DefaultRejectedKeep)
 	}
-	if names[0].path != "system/b005.md" || names[len(names)-1].path != fmt.Sprintf("system/b%03d.md", DefaultRejectedKeep+4) {
-		t.Fatalf("kept %s .. %s, want the newest", names[0].path, names[len(names)-1].path)
+	if names[0].Path != "system/b005.md" || names[len(names)-1].Path != fmt.Sprintf("system/b%03d.md", DefaultRejectedKeep+4) {
+		t.Fatalf("kept %s .. %s, want the newest", names[0].Path, names[len(names)-1].Path)
 	}
 	if n := len(a.untoldRejections()); n != DefaultRejectedKeep {
 		t.Fatalf("untold = %d", n)
