@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/budget"
@@ -19,86 +17,16 @@ import (
 // agent cannot forge it), holds the operator's budget for the agent.
 const budgetFile = "budget.json"
 
-// Where a budget in force comes from.
+// Where a budget in force comes from (package budget).
 const (
-	BudgetFromDefault  = "default"
-	BudgetFromPolicy   = "policy"   // system/.letta-policy.yml at HEAD
-	BudgetFromOperator = "operator" // PUT /v1/agents/{id}/budget
+	BudgetFromDefault  = budget.FromDefault
+	BudgetFromPolicy   = budget.FromPolicy
+	BudgetFromOperator = budget.FromOperator
 )
 
-// Budget is the pinned memory's size against its token budget, at HEAD.
-type Budget struct {
-	Tokens int    `json:"tokens"` // estimated as letta-code does
-	Limit  int    `json:"limit"`
-	Source string `json:"source"` // default, policy or operator
-	Layout string `json:"layout"` // memfs-v1 (system/**.md) or memfs-v2 (root .md files)
-	// Files are the pinned files, most tokens first.
-	Files []budget.FileTokens `json:"files"`
-	// Warning says why the policy file was not used, when it is broken.
-	Warning string `json:"warning,omitempty"`
-}
-
-// Over reports whether the pinned memory is past its budget.
-func (b Budget) Over() bool { return b.Tokens > b.Limit }
-
-// tokenCache maps blob ids to their estimate: a blob's content, so its
-// estimate, never changes, whatever agent holds it.
-var tokenCache = struct {
-	sync.Mutex
-	m map[plumbing.Hash]int
-}{m: map[plumbing.Hash]int{}}
-
-func cachedTokens(h plumbing.Hash, read func(plumbing.Hash) ([]byte, error)) (int, error) {
-	tokenCache.Lock()
-	n, ok := tokenCache.m[h]
-	tokenCache.Unlock()
-	if ok {
-		return n, nil
-	}
-	data, err := read(h)
-	if err != nil {
-		return 0, err
-	}
-	n = budget.Tokens(data)
-	tokenCache.Lock()
-	if len(tokenCache.m) >= 1<<16 {
-		clear(tokenCache.m)
-	}
-	tokenCache.m[h] = n
-	tokenCache.Unlock()
-	return n, nil
-}
-
-// pinnedFile is a file as the budget sees it: its blob in a tree, or the
-// bytes a write would commit (data set).
-type pinnedFile struct {
-	blob plumbing.Hash
-	mode filemode.FileMode
-	data []byte
-}
-
-// measure estimates the pinned memory of files (path → file).
-func measure(files map[string]pinnedFile, read func(plumbing.Hash) ([]byte, error)) (int, string, []budget.FileTokens, error) {
-	_, v2 := files["MEMORY.md"]
-	layout := budget.Layout(v2)
-	var rows []budget.FileTokens
-	for p, f := range files {
-		if f.mode == filemode.Symlink || f.mode == filemode.Submodule || !budget.Pinned(p, layout) {
-			continue
-		}
-		n := 0
-		if f.data != nil {
-			n = budget.Tokens(f.data)
-		} else {
-			var err error
-			if n, err = cachedTokens(f.blob, read); err != nil {
-				return 0, layout, nil, err
-			}
-		}
-		rows = append(rows, budget.FileTokens{Path: p, Tokens: n})
-	}
-	return budget.Sum(rows), layout, rows, nil
-}
+// Budget is the pinned memory's size against its token budget, at HEAD
+// (budget.Status).
+type Budget = budget.Status
 
 // budgetLimit is the budget in force: the operator's record, else the
 // policy file's (policy is its content at HEAD, nil when absent), else
@@ -129,19 +57,19 @@ func (a *Agent) Budget() (Budget, error) {
 	if err != nil {
 		return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 	}
-	files := make(map[string]pinnedFile, len(tree))
+	files := make(map[string]budget.File, len(tree))
 	for _, f := range tree {
-		files[f.Path] = pinnedFile{blob: f.Blob, mode: f.Mode}
+		files[f.Path] = budget.File{Blob: f.Blob, Mode: f.Mode}
 	}
 	var policy []byte
 	if f, ok := files[budget.PolicyPath]; ok {
-		if policy, err = repo.Blob(f.blob); err != nil {
+		if policy, err = repo.Blob(f.Blob); err != nil {
 			return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 		}
 	}
 	b := Budget{Files: []budget.FileTokens{}}
 	b.Limit, b.Source, b.Warning = a.budgetLimit(policy)
-	if b.Tokens, b.Layout, b.Files, err = measure(files, repo.Blob); err != nil {
+	if b.Tokens, b.Layout, b.Files, err = budget.Measure(files, repo.Blob); err != nil {
 		return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 	}
 	if b.Files == nil {
@@ -175,11 +103,11 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 	if err != nil {
 		return err
 	}
-	before := make(map[string]pinnedFile, len(tree))
+	before := make(map[string]budget.File, len(tree))
 	for _, f := range tree {
-		before[f.Path] = pinnedFile{blob: f.Blob, mode: f.Mode}
+		before[f.Path] = budget.File{Blob: f.Blob, Mode: f.Mode}
 	}
-	after := make(map[string]pinnedFile, len(before)+len(b.Views))
+	after := make(map[string]budget.File, len(before)+len(b.Views))
 	for p, f := range before {
 		after[p] = f
 	}
@@ -192,13 +120,13 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 		if data == nil {
 			data = []byte{}
 		}
-		after[v.Path] = pinnedFile{data: data, mode: filemode.Regular}
+		after[v.Path] = budget.File{Data: data, Mode: filemode.Regular}
 	}
-	now, _, _, err := measure(before, b.Blob)
+	now, _, _, err := budget.Measure(before, b.Blob)
 	if err != nil {
 		return err
 	}
-	next, layout, _, err := measure(after, b.Blob)
+	next, layout, _, err := budget.Measure(after, b.Blob)
 	if err != nil {
 		return err
 	}
@@ -207,7 +135,7 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 	}
 	var policy []byte
 	if f, ok := before[budget.PolicyPath]; ok {
-		if policy, err = b.Blob(f.blob); err != nil {
+		if policy, err = b.Blob(f.Blob); err != nil {
 			return err
 		}
 	}
