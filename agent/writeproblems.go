@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -155,20 +154,4 @@ func WriteProblemsError(ps []reminders.WriteProblem) error {
 // agent sees them: the memory folder as /memories, its view folders as
 // shared/<name>, anything else under the home as <memfsd home>. Whatever
 // the agent reads — a tool answer, a reminder — goes through it.
-func (a *Agent) AgentFacing(msg string) string { return agentFacing(msg, a.Dir()) }
-
-// agentFacing is AgentFacing for the memory folder memDir
-// (<home>/agents/<id>/memory or <home>/shared/<name>/memory).
-func agentFacing(msg, memDir string) string {
-	if memDir == "" || !filepath.IsAbs(memDir) {
-		return msg
-	}
-	unit := filepath.Dir(memDir)
-	home := filepath.Dir(filepath.Dir(unit))
-	msg = strings.ReplaceAll(msg, memDir, "/memories")
-	msg = strings.ReplaceAll(msg, unit+string(filepath.Separator)+"shared"+string(filepath.Separator), "shared/")
-	if home != string(filepath.Separator) && home != "." {
-		msg = strings.ReplaceAll(msg, home, "<memfsd home>")
-	}
-	return msg
-}
+func (a *Agent) AgentFacing(msg string) string { return reminders.AgentFacing(msg, a.Dir()) }

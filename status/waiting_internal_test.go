@@ -1,4 +1,4 @@
-package agent
+package status
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestErrorLine_OneLine(t *testing.T) {
 		t.Fatal("no error is not -")
 	}
 	st := Status{Agent: "a", HeldDeletes: []string{"x\n.md", "b", "c", "d"}}
-	w := waitingOn(st)
+	w := Waiting(st)
 	if len(w) != 1 || w[0] != `mass_delete_held: x\n.md, b, c and 1 more (memfsd sync --agent a --accept-deletes, or --restore-deletes)` {
 		t.Fatalf("waiting = %q", w)
 	}

@@ -1,4 +1,4 @@
-package agent
+package reminders
 
 import "testing"
 
@@ -12,8 +12,8 @@ func TestAgentFacing_NoHostPaths(t *testing.T) {
 		{"commit: open /h/shared/team/memory/.git/index.lock: exists", "/h/shared/team/memory", "commit: open /memories/.git/index.lock: exists"},
 		{"plain", "", "plain"},
 	} {
-		if got := agentFacing(c.msg, c.dir); got != c.want {
-			t.Errorf("agentFacing(%q, %q) = %q, want %q", c.msg, c.dir, got, c.want)
+		if got := AgentFacing(c.msg, c.dir); got != c.want {
+			t.Errorf("AgentFacing(%q, %q) = %q, want %q", c.msg, c.dir, got, c.want)
 		}
 	}
 }
