@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/blockset"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memcontext"
 	"github.com/memfsd/memfsd/memsearch"
@@ -110,12 +111,8 @@ type Agent struct {
 	// beforeToolWrite, when set (tests only), runs in a memory-tool call
 	// after it read the files and before it writes them.
 	beforeToolWrite func()
-	// approvalsMu serialises reading and rewriting the block-set
-	// approvals (block set adds, the outgoing check ends them).
-	approvalsMu sync.Mutex
-	// blockOutcomes is what became of each path's latest block set in
-	// this process (under approvalsMu).
-	blockOutcomes map[string]BlockSetOutcome
+	// blocks are the operator's block-set approvals (blockset).
+	blockSets blockset.Book
 	// skipMu serialises updates of the skipped-paths record.
 	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
@@ -182,6 +179,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 		kick:     make(chan struct{}, 1),
 		repackC:  make(chan struct{}, 1),
 	}
+	a.blockSets.WriteFile = writeRecord
 	a.done = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.remoteOverride = readRemoteOverride(cfg, id)

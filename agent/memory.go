@@ -213,12 +213,8 @@ func (a *Agent) operatorVersion(repo *gitmem.Repo, rel string) ([]byte, error) {
 		return head, err
 	}
 	id := plumbing.ComputeHash(plumbing.BlobObject, head).String()
-	a.approvalsMu.Lock()
-	defer a.approvalsMu.Unlock()
-	for _, ap := range a.readBlockApprovals() {
-		if ap.Path == rel && ap.Blob == id {
-			return head, nil
-		}
+	if a.blockSets.Approved(a.blocksPath(), rel, id) {
+		return head, nil
 	}
 	return remote, nil
 }
