@@ -10,9 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/reminders"
@@ -30,38 +27,7 @@ func (a *Agent) treeGuard(b *gitmem.Batch, verdicts []gitmem.Verdict, together b
 	if a.cfg.NoFrontMatterRules {
 		return nil, nil
 	}
-	rd, base, err := b.Trees()
-	if err != nil {
-		return nil, err
-	}
-	var edits []treecheck.Edit
-	var index []int
-	for i, v := range b.Views {
-		if verdicts != nil && verdicts[i] != gitmem.Accept {
-			continue
-		}
-		if v.Path != blocks.ConstraintsConfigPath && !strings.HasSuffix(v.Path, ".md") {
-			continue
-		}
-		data := v.Data
-		if v.Kind != gitmem.ChangeDelete && data == nil {
-			data = []byte{}
-		}
-		edits = append(edits, treecheck.Edit{Path: v.Path, Data: data, Mode: v.Mode})
-		index = append(index, i)
-	}
-	if len(edits) == 0 {
-		return nil, nil
-	}
-	held, err := a.treeChecks.Judge(rd, base, edits, together)
-	if err != nil || len(held) == 0 {
-		return nil, err
-	}
-	out := map[int]*blocks.TreeConstraintsError{}
-	for i, e := range held {
-		out[index[i]] = e
-	}
-	return out, nil
+	return a.treeChecks.JudgeBatch(b, verdicts, together)
 }
 
 // constraintsHeldFile lists changes held uncommitted because they make the
@@ -143,14 +109,6 @@ func (a *Agent) constraintsHeld() map[string][]string {
 	return rec
 }
 
-func problemTexts(ps []blocks.Problem) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Text
-	}
-	return out
-}
-
 // withTreeGuard runs guard, then letta-code's tree rules over the paths
 // it accepts: one that makes the tree worse is held, named in held with
 // the problems it adds (each path is a commit of its own: judged in
@@ -167,54 +125,19 @@ func (a *Agent) withTreeGuard(guard gitmem.Guard, held map[string][]string) gitm
 		}
 		for i, e := range bad {
 			verdicts[i] = gitmem.Hold
-			held[b.Views[i].Path] = problemTexts(e.Worse)
+			held[b.Views[i].Path] = treecheck.ProblemTexts(e.Worse)
 		}
 		return verdicts, nil
 	}
 }
 
-// outgoingTreeGuard judges a push's range (the remote's tree, then the
-// range's files in order) by letta-code's tree rules: the files that make
-// it worse, with the problems each adds. Files already put back or held
-// back are left out.
+// outgoingTreeGuard judges a push's range by letta-code's tree rules: the
+// files that make it worse, with the problems each adds.
 func (a *Agent) outgoingTreeGuard(files []gitmem.OutgoingFile, remote gitmem.OutgoingRemote, plan gitmem.OutgoingPlan) (map[string][]string, error) {
 	if a.cfg.NoFrontMatterRules {
 		return nil, nil
 	}
-	var edits []treecheck.Edit
-	for _, f := range files {
-		if f.Path != blocks.ConstraintsConfigPath && !strings.HasSuffix(f.Path, ".md") {
-			continue
-		}
-		if slices.Contains(plan.ReadOnly, f.Path) || slices.Contains(plan.HoldBack, f.Path) {
-			continue
-		}
-		e := treecheck.Edit{Path: f.Path}
-		if f.InLocal {
-			data, err := f.Local()
-			if err != nil {
-				return nil, err
-			}
-			if data == nil {
-				data = []byte{}
-			}
-			e.Data, e.Mode = data, f.LocalMode()
-		}
-		edits = append(edits, e)
-	}
-	if len(edits) == 0 {
-		return nil, nil
-	}
-	rd, base := remote.Trees()
-	held, err := a.treeChecks.Judge(rd, base, edits, false)
-	if err != nil || len(held) == 0 {
-		return nil, err
-	}
-	out := map[string][]string{}
-	for i, e := range held {
-		out[edits[i].Path] = problemTexts(e.Worse)
-	}
-	return out, nil
+	return a.treeChecks.JudgeOutgoing(files, remote, plan)
 }
 
 // constraintsHeldList is constraintsHeld for status, sorted by path.
@@ -228,45 +151,11 @@ func (a *Agent) constraintsHeldList() []reminders.ConstraintsHold {
 }
 
 // proposalTreeGuard judges a proposal's files (path → content, nil
-// deletes) on the shared branch's remote tip, the tree an operator merges
-// it into, by letta-code's tree rules: the files that make it worse, with
-// why (together: all of them when the whole change does). nil when the
-// rules are off.
+// deletes) on the shared branch's remote tip by letta-code's tree rules
+// (treecheck.Checks.JudgeProposal). nil when the rules are off.
 func (a *Agent) proposalTreeGuard(repo *gitmem.Repo, files map[string][]byte, together bool) (map[string]*blocks.TreeConstraintsError, error) {
 	if a.cfg.NoFrontMatterRules {
 		return nil, nil
 	}
-	var edits []treecheck.Edit
-	for p, data := range files {
-		if p != blocks.ConstraintsConfigPath && !strings.HasSuffix(p, ".md") {
-			continue
-		}
-		e := treecheck.Edit{Path: p}
-		if data != nil {
-			e.Data, e.Mode = data, filemode.Regular
-		}
-		edits = append(edits, e)
-	}
-	if len(edits) == 0 {
-		return nil, nil
-	}
-	slices.SortFunc(edits, func(x, y treecheck.Edit) int { return strings.Compare(x.Path, y.Path) })
-	base, err := ProposalBase(repo) // the tree the proposal goes on
-	if err != nil {
-		return nil, err
-	}
-	var held map[int]*blocks.TreeConstraintsError
-	err = repo.WithTreesAt(base, func(rd gitmem.TreeReader, tree plumbing.Hash) error {
-		var err error
-		held, err = a.treeChecks.Judge(rd, tree, edits, together)
-		return err
-	})
-	if err != nil || len(held) == 0 {
-		return nil, err
-	}
-	out := map[string]*blocks.TreeConstraintsError{}
-	for i, e := range held {
-		out[edits[i].Path] = e
-	}
-	return out, nil
+	return a.treeChecks.JudgeProposal(repo, files, together, ProposalBase)
 }

@@ -73,9 +73,6 @@ func (c *Config) MirrorTemplateURL(id string) string {
 // looks whether it ended.
 const PersonGitPoll = personGitPoll
 
-// ProblemTexts are the problems' texts.
-func ProblemTexts(ps []blocks.Problem) []string { return problemTexts(ps) }
-
 // Author is agent id's commit signature (the configured author, if any).
 func (c *Config) Author(id string) gitmem.Signature { return c.author(id) }
 

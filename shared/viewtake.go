@@ -16,6 +16,7 @@ import (
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/guard"
 	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/treecheck"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -312,8 +313,8 @@ func (a *Unit) takeProposed(repo *gitmem.Repo, v *view, changes []viewChange) er
 		} else {
 			a.viewGot(v, c) // a held deletion: the tip's version comes back
 		}
-		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: agent.ProblemTexts(e.Worse)})
-		a.log.Warn("a view's proposal breaks letta-code's memory limits: not proposed", "view", v.id, "path", c.path, "problems", agent.ProblemTexts(e.Worse))
+		v.rec.Notes = append(v.rec.Notes, reminders.SharedNote{Kind: reminders.KindConstraintsHeld, Path: c.path, Problems: treecheck.ProblemTexts(e.Worse)})
+		a.log.Warn("a view's proposal breaks letta-code's memory limits: not proposed", "view", v.id, "path", c.path, "problems", treecheck.ProblemTexts(e.Worse))
 	}
 	if len(files) == 0 {
 		return nil
