@@ -19,6 +19,7 @@ import (
 	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/remoteurl"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/search"
 )
@@ -211,7 +212,7 @@ const (
 )
 
 // agentPlaceholder is replaced by the agent id in a remote template.
-const agentPlaceholder = "{agent}"
+const agentPlaceholder = remoteurl.Placeholder
 
 // validateTemplate checks --remote-template: http(s), a host, {agent} in
 // the path only (never in the host, credentials, query or fragment), and
@@ -227,76 +228,14 @@ func (c *Config) validateTemplate() error {
 }
 
 // templateProbe stands for {agent} while a template is parsed.
-const templateProbe = "memfsd-agent-probe"
+const templateProbe = remoteurl.Probe
 
-// parseTemplate checks a URL template (flag names it in errors): http(s),
-// a host, {agent} in the path only (never in the host, credentials, query
-// or fragment), no query or fragment. The URL comes back with {agent} as
-// templateProbe.
-func parseTemplate(flag, raw string) (*url.URL, error) {
-	if !strings.Contains(raw, agentPlaceholder) {
-		return nil, fmt.Errorf("config: %s %q: it must contain {agent}, replaced by the agent id (e.g. https://git.example.com/memory/{agent}.git)", flag, RedactURL(raw))
-	}
-	u, err := url.Parse(strings.ReplaceAll(raw, agentPlaceholder, templateProbe))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("config: %s %q: want http(s)://host[:port]/path/with/{agent}", flag, RedactURL(raw))
-	}
-	if strings.Contains(u.Host, templateProbe) || strings.Contains(u.RawQuery, templateProbe) || strings.Contains(u.Fragment, templateProbe) ||
-		(u.User != nil && strings.Contains(u.User.String(), templateProbe)) || !strings.Contains(u.Path, templateProbe) {
-		return nil, fmt.Errorf("config: %s %q: {agent} may stand only in the path", flag, RedactURL(raw))
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("config: %s %q: a query string or fragment is not allowed; put the token in MEMFSD_TOKEN or --token-file", flag, RedactURL(raw))
-	}
-	return u, nil
-}
+// parseTemplate checks a URL template (remoteurl.ParseTemplate).
+func parseTemplate(flag, raw string) (*url.URL, error) { return remoteurl.ParseTemplate(flag, raw) }
 
-// RedactURL strips credentials from a URL for display: the user-info and
-// every query value (a token in ?access_token= is as secret as a password).
-// A URL that does not parse (a {agent} in the host, a space, a bad port) is
-// shown with everything between "//" and its last "@" redacted and its query
-// cut; an opaque URL (https:user:token@host, no "//") loses what is before
-// its last "@" too. Nothing of a token reaches a log, a status or an error.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return redactUnparsed(raw)
-	}
-	if u.User != nil {
-		u.User = url.User("redacted")
-	}
-	if i := strings.LastIndex(u.Opaque, "@"); i >= 0 {
-		u.Opaque = "redacted" + u.Opaque[i:]
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"redacted"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-// redactUnparsed redacts a URL url.Parse refused: the user-info (between
-// "//", or the scheme's ":" when there is no "//", and the last "@") and the
-// query. It does not guess where a password ends: a password with "/" or "?"
-// in it is still before the last "@".
-func redactUnparsed(raw string) string {
-	start := 0
-	if i := strings.Index(raw, "//"); i >= 0 {
-		start = i + 2
-	} else if i := strings.Index(raw, ":"); i >= 0 {
-		start = i + 1
-	}
-	if at := strings.LastIndex(raw[start:], "@"); at >= 0 {
-		raw = raw[:start] + "redacted" + raw[start+at:]
-	}
-	if q := strings.Index(raw[start:], "?"); q >= 0 {
-		raw = raw[:start+q] + "?redacted"
-	}
-	return raw
-}
+// RedactURL strips credentials from a URL for display (remoteurl.Redact):
+// nothing of a token reaches a log, a status or an error.
+func RedactURL(raw string) string { return remoteurl.Redact(raw) }
 
 // MemoryDir is the agent's work tree.
 func (c *Config) MemoryDir(id string) string {
