@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/records"
 )
 
 func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
@@ -70,7 +72,7 @@ func TestRecords_HeldDeletes(t *testing.T) {
 		t.Fatalf("after committing a.md: %v", got)
 	}
 	a.updateHeld(nil, []string{"b.md"})
-	if _, err := os.Stat(filepath.Join(a.Dir(), ".git", "memfsd", heldDeletesFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(a.Dir(), ".git", "memfsd", records.HeldDeletesFile)); !os.IsNotExist(err) {
 		t.Fatalf("empty record not removed: %v", err)
 	}
 }
