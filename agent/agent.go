@@ -21,10 +21,10 @@ import (
 	"github.com/memfsd/memfsd/memsearch"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/persongit"
-	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/treecheck"
 	"github.com/memfsd/memfsd/worktree"
+	"github.com/memfsd/memfsd/writeproblem"
 )
 
 // Defaults of an agent's settings.
@@ -129,10 +129,9 @@ type Agent struct {
 	// repository does not answer in time (isolate.go).
 	answers answerCache
 
-	// problemsMu guards problems: direct writes not committed (a full
-	// disk, too large, a bad name), as the last commit pass saw them.
-	problemsMu sync.Mutex
-	problems   map[string]reminders.WriteProblem
+	// problems are direct writes not committed (a full disk, too large, a
+	// bad name), as the last commit pass saw them.
+	problems writeproblem.Set
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned

@@ -13,6 +13,7 @@ import (
 	"github.com/memfsd/memfsd/guard"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/writeproblem"
 )
 
 // ErrMassDeleteHeld is returned when a sync found more than half of the
@@ -129,13 +130,13 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		return r
 	}
 	res, err := repo.Commit(mk(paths))
-	if err != nil && perFileFailure(err) && !req.One {
+	if err != nil && writeproblem.PerFileFailure(err) && !req.One {
 		// One file's failure (a full disk for its blob) must not stop the
 		// files written beside it: each is then a commit of its own, and
 		// only the one that fails stays uncommitted.
 		a.log.Warn("commit of a batch failed; committing its files one by one", "paths", len(paths), "err", err)
 		if len(paths) == 1 {
-			problems[paths[0]] = problemOf(paths[0], err)
+			problems[paths[0]] = writeproblem.Of(paths[0], err)
 			res, err = gitmem.CommitResult{}, nil
 		} else {
 			res, err = a.commitEach(repo, paths, mk, problems)
