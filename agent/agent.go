@@ -297,7 +297,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 }
 
 func (a *Agent) repoOptions() gitmem.Options {
-	return gitmem.Options{Author: a.cfg.author(a.ID), Operator: a.cfg.operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
+	return gitmem.Options{Author: a.cfg.Author(a.ID), Operator: a.cfg.Operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
 		Secret: a.secretIn, WorkLock: &a.writeMu}
 }
@@ -398,11 +398,11 @@ const remoteFile = "remote-url"
 // remote is the agent's remote: the operator's per-agent URL when one is
 // recorded, else the configuration's (template, base URL or embedded).
 func (a *Agent) remote() gitmem.Remote {
-	r := a.cfg.remote(a.ID)
+	r := a.cfg.Remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, gitmem.EmbeddedScheme+"://") {
-			r.Auth = a.cfg.authFor()
+		if r.Auth == nil && a.cfg.HasToken() && !strings.HasPrefix(u, gitmem.EmbeddedScheme+"://") {
+			r.Auth = a.cfg.AuthFor()
 		}
 	}
 	return r
@@ -430,7 +430,7 @@ func SetRemoteOverride(cfg *Config, id, raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("remote_url %q: want http(s)://host[:port]/path, no credentials or query (the token comes from MEMFSD_TOKEN)", RedactURL(raw))
 	}
-	if err := cfg.ensurePrivateDirs(id); err != nil {
+	if err := cfg.EnsurePrivateDirs(id); err != nil {
 		return err
 	}
 	return writeRecord(filepath.Join(cfg.Home, "agents", id, remoteFile), []byte(u.String()+"\n"))

@@ -1,11 +1,6 @@
 package agent
 
-import (
-	"errors"
-	"strings"
-
-	"github.com/memfsd/memfsd/status"
-)
+import "github.com/memfsd/memfsd/status"
 
 // The mirror remote (issue 22): a second git URL that receives a copy of
 // the primary's branch after each push, asynchronously. Its loop, settings
@@ -28,26 +23,6 @@ type MirrorStatus = status.MirrorStatus
 
 // MirrorPush is one entry of the mirror push log.
 type MirrorPush = status.MirrorPush
-
-// validateMirrorTemplate checks --mirror-template as --remote-template is
-// checked; credentials in it become the mirror's.
-func (c *Config) validateMirrorTemplate() error {
-	u, err := parseTemplate("mirror-template", c.MirrorTemplate)
-	if err != nil {
-		return err
-	}
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && c.MirrorToken == "" {
-			c.MirrorToken, c.MirrorUsername = p, u.User.Username()
-		}
-		u.User = nil
-	}
-	c.MirrorTemplate = strings.ReplaceAll(u.String(), templateProbe, agentPlaceholder)
-	if c.RemoteTemplate != "" && c.MirrorTemplate == c.RemoteTemplate {
-		return errors.New("config: mirror-template is the remote-template: the mirror must be another repository")
-	}
-	return nil
-}
 
 // startMirror starts the mirror's loop, when the agent has a mirror.
 func (a *Agent) startMirror() {

@@ -36,9 +36,9 @@ type PersonGit = persongit.Status
 type deferredCommit = persongit.Deferred
 
 // personGitWait is Config.PersonGitWait, or its default.
-func (c *Config) personGitWait() time.Duration {
-	if c.PersonGitWait > 0 {
-		return c.PersonGitWait
+func (a *Agent) personGitWait() time.Duration {
+	if a.cfg.PersonGitWait > 0 {
+		return a.cfg.PersonGitWait
 	}
 	return DefaultPersonGitWait
 }
@@ -49,7 +49,7 @@ func (a *Agent) personGit(repo *gitmem.Repo) *PersonGit {
 	if repo == nil {
 		return nil
 	}
-	wait := a.cfg.personGitWait()
+	wait := a.personGitWait()
 	now := time.Now()
 	s, err := repo.PersonGit(now, wait)
 	return a.pg.Look(s, err, now, wait, a.log)
@@ -109,5 +109,5 @@ func (a *Agent) releaseTurn() {
 // (staged) and returns those found staged for stagedLeftAfter times the
 // wait: left behind, to be committed as they were staged.
 func (a *Agent) stagedLeft(tried, staged []string) []string {
-	return a.pg.StagedLeft(tried, staged, a.cfg.personGitWait())
+	return a.pg.StagedLeft(tried, staged, a.personGitWait())
 }

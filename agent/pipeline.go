@@ -166,7 +166,7 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		}
 		a.mu.Unlock()
 		if left := a.stagedLeft(req.Paths, res.Staged); len(left) > 0 {
-			msg := "memfsd: commit what was left staged in the folder\n\nStaged by someone else and left uncommitted for " + (stagedLeftAfter * a.cfg.personGitWait()).String() + ":\n" + strings.Join(left, "\n")
+			msg := "memfsd: commit what was left staged in the folder\n\nStaged by someone else and left uncommitted for " + (stagedLeftAfter * a.personGitWait()).String() + ":\n" + strings.Join(left, "\n")
 			if h, serr := repo.CommitStaged(left, msg, gitmem.Signature{Name: "memfsd", Email: "memfsd@memfsd.local"}); serr != nil {
 				a.log.Warn("committing what was left staged failed; tried again", "paths", left, "err", serr)
 			} else {

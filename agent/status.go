@@ -58,7 +58,7 @@ func (a *Agent) readStatus(scan bool) Status {
 		Conflicts: []string{},
 		Backups:   []string{},
 	}
-	if c := a.cfg.creds; c != nil {
+	if c := a.cfg.Credentials(); c != nil {
 		st.TokenFileProblem = c.Problem()
 	}
 	a.mu.Lock()

@@ -4,8 +4,8 @@ package agent
 // of now, once more when the server refused it and the file had changed
 // (credentials.Source.WithFreshToken); without a token file, just once.
 func (a *Agent) withFreshToken(op func() error) error {
-	if a.cfg.creds == nil {
+	if a.cfg.Credentials() == nil {
 		return op()
 	}
-	return a.cfg.creds.WithFreshToken(a.log, op)
+	return a.cfg.Credentials().WithFreshToken(a.log, op)
 }

@@ -3,10 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
-
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
@@ -47,34 +44,9 @@ func HashString(h interface {
 	return hashString(h)
 }
 
-// HasToken says whether a token for the primary is configured.
-func (c *Config) HasToken() bool { return c.hasToken() }
-
-// AuthFor is the primary's token sent the configured way (the token
-// file's current token at each request when there is one).
-func (c *Config) AuthFor() transport.AuthMethod { return c.authFor() }
-
-// AuthWith is user and token sent the configured way.
-func (c *Config) AuthWith(user, token string) transport.AuthMethod { return c.authWith(user, token) }
-
-// EnsurePrivateDirs makes the home, its agents folder and agent id's
-// folder, each 0700.
-func (c *Config) EnsurePrivateDirs(id string) error { return c.ensurePrivateDirs(id) }
-
-// MirrorTemplateURL is --mirror-template for agent id ("" without one).
-func (c *Config) MirrorTemplateURL(id string) string {
-	if c.MirrorTemplate == "" {
-		return ""
-	}
-	return strings.ReplaceAll(c.MirrorTemplate, agentPlaceholder, id)
-}
-
 // PersonGitPoll is how often a commit held for a person's git operation
 // looks whether it ended.
 const PersonGitPoll = personGitPoll
-
-// Author is agent id's commit signature (the configured author, if any).
-func (c *Config) Author(id string) gitmem.Signature { return c.author(id) }
 
 // WriteLock is the lock of the commit pipeline: commits, memory-tool
 // calls and the syncs' steps that rewrite work files take it.

@@ -1,10 +1,9 @@
-package agent_test
+package remoteurl_test
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/remoteurl"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -29,24 +28,8 @@ func TestRedactURL(t *testing.T) {
 		"https://u:se/cr@et@ho st/x?access_token=t":  "https://redacted@ho st/x?redacted",
 		"ht tp:u:secret@host":                        "ht tp:redacted@host",
 	} {
-		if got := agent.RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := remoteurl.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestConfig_BaseURLCredentials(t *testing.T) {
-	t.Parallel()
-	cfg := &agent.Config{Home: t.TempDir(), BaseURL: "https://bob:tok-123@git.example.com/base/"}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Token != "tok-123" || cfg.Username != "bob" || strings.Contains(cfg.BaseURL, "tok-123") || cfg.BaseURL != "https://git.example.com/base" {
-		t.Fatalf("user-info not moved to the auth header: %+v", cfg)
-	}
-	bad := &agent.Config{Home: t.TempDir(), BaseURL: "https://git.example.com/base?access_token=tok-456"}
-	err := bad.Validate()
-	if err == nil || strings.Contains(err.Error(), "tok-456") || !strings.Contains(err.Error(), "query string") {
-		t.Fatalf("base-url with a token in its query: %v", err)
 	}
 }
