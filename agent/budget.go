@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,23 +27,12 @@ const (
 // (budget.Status).
 type Budget = budget.Status
 
-// budgetLimit is the budget in force: the operator's record, else the
-// policy file's (policy is its content at HEAD, nil when absent), else
-// budget.DefaultTokens.
+// budgetLimit is the budget in force (budget.InForce): the operator's
+// record, else the policy file's (policy is its content at HEAD, nil when
+// absent), else budget.DefaultTokens.
 func (a *Agent) budgetLimit(policy []byte) (int, string, string) {
-	if n, ok := a.readBudget(); ok {
-		return n, BudgetFromOperator, ""
-	}
-	if policy != nil {
-		n, ok, err := budget.ParsePolicy(policy)
-		if err != nil {
-			return budget.DefaultTokens, BudgetFromDefault, err.Error() + "; the default budget applies"
-		}
-		if ok {
-			return n, BudgetFromPolicy, ""
-		}
-	}
-	return budget.DefaultTokens, BudgetFromDefault, ""
+	n, ok := a.readBudget()
+	return budget.InForce(n, ok, policy)
 }
 
 // Budget measures HEAD's pinned memory against the budget in force.
@@ -79,21 +67,8 @@ func (a *Agent) Budget() (Budget, error) {
 }
 
 // BudgetError is a memory-tool write refused for taking the pinned memory
-// past its budget.
-type BudgetError struct {
-	Before, After, Limit int
-	Layout               string
-}
-
-func (e *BudgetError) Error() string {
-	where := "the files under /memories/system/"
-	if e.Layout == budget.LayoutV2 {
-		where = "the .md files at the root of /memories"
-	}
-	return fmt.Sprintf("Refused: the pinned memory (%s, always in your context) would be about %d tokens, over its budget of %d (it is %d now). "+
-		"Make room first: shorten or merge pinned files, or move detail into files outside them, which stay listed and readable on demand.",
-		where, e.After, e.Limit, e.Before)
-}
+// past its budget (budget.Error).
+type BudgetError = budget.Error
 
 // checkBudget refuses a tool write that takes the pinned memory past the
 // budget, or further past it; one that shrinks it is let through, so an
@@ -122,33 +97,10 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 		}
 		after[v.Path] = budget.File{Data: data, Mode: filemode.Regular}
 	}
-	now, _, _, err := budget.Measure(before, b.Blob)
-	if err != nil {
-		return err
-	}
-	next, layout, _, err := budget.Measure(after, b.Blob)
-	if err != nil {
-		return err
-	}
-	if next <= now {
-		return nil
-	}
-	var policy []byte
-	if f, ok := before[budget.PolicyPath]; ok {
-		if policy, err = b.Blob(f.Blob); err != nil {
-			return err
-		}
-	}
-	limit, _, _ := a.budgetLimit(policy)
-	if next > limit {
-		return &BudgetError{Before: now, After: next, Limit: limit, Layout: layout}
-	}
-	return nil
-}
-
-// budgetRecord is the operator's setting, in the records.
-type budgetRecord struct {
-	Tokens int `json:"tokens"`
+	return budget.Check(before, after, b.Blob, func(policy []byte) int {
+		limit, _, _ := a.budgetLimit(policy)
+		return limit
+	})
 }
 
 func (a *Agent) readBudget() (int, bool) {
@@ -156,11 +108,7 @@ func (a *Agent) readBudget() (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	var rec budgetRecord
-	if json.Unmarshal(data, &rec) != nil || rec.Tokens < 1 || rec.Tokens > budget.MaxTokens {
-		return 0, false
-	}
-	return rec.Tokens, true
+	return budget.ParseRecord(data)
 }
 
 // SetBudget is the operator's budget for the agent's pinned memory:
@@ -177,8 +125,7 @@ func (a *Agent) SetBudget(tokens int) error {
 	case tokens < 0 || tokens > budget.MaxTokens:
 		return fmt.Errorf("budget %s: %d tokens: want 1 to %d, or 0 to drop the setting", a.ID, tokens, budget.MaxTokens)
 	}
-	data, _ := json.Marshal(budgetRecord{Tokens: tokens})
-	if err := writeRecord(p, data); err != nil {
+	if err := writeRecord(p, budget.Record(tokens)); err != nil {
 		return fmt.Errorf("budget %s: %w", a.ID, err)
 	}
 	return nil
