@@ -2,13 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"slices"
-	"strings"
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
@@ -30,56 +23,14 @@ func (a *Agent) treeGuard(b *gitmem.Batch, verdicts []gitmem.Verdict, together b
 	return a.treeChecks.JudgeBatch(b, verdicts, together)
 }
 
-// constraintsHeldFile lists changes held uncommitted because they make the
-// tree break letta-code's MemFS rules more: path → the problems added.
-const constraintsHeldFile = "constraints-held.json"
-
 // updateConstraintsHeld adds newly held paths (path → why) to the record
 // and, with prune, drops the ones committed or undone since (prune reads
 // HEAD: never under the repository's lock, as the outgoing check runs).
+// The record is records.Book's; heldMu orders its updates.
 func (a *Agent) updateConstraintsHeld(held map[string][]string, committed []string, prune bool) error {
 	a.heldMu.Lock()
 	defer a.heldMu.Unlock()
-	rec := a.readConstraintsHeld()
-	changed := false
-	for p := range rec {
-		if _, again := held[p]; again {
-			continue
-		}
-		if slices.Contains(committed, p) || prune && !a.differsFromHead(p) {
-			delete(rec, p)
-			changed = true
-		}
-	}
-	for p, why := range held {
-		if fmt.Sprint(rec[p]) != fmt.Sprint(why) {
-			rec[p] = why
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	path := a.recordPath(constraintsHeldFile)
-	if len(rec) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record held letta-code limits: %w", err)
-		}
-		return nil
-	}
-	data, _ := json.Marshal(rec)
-	if err := writeRecord(path, data); err != nil {
-		return fmt.Errorf("record held letta-code limits: %w", err)
-	}
-	return nil
-}
-
-func (a *Agent) readConstraintsHeld() map[string][]string {
-	rec := map[string][]string{}
-	if data, err := os.ReadFile(a.recordPath(constraintsHeldFile)); err == nil {
-		_ = json.Unmarshal(data, &rec)
-	}
-	return rec
+	return a.recordBook().UpdateConstraintsHeld(held, committed, prune, a.differsFromHead)
 }
 
 // differsFromHead reports whether the folder's rel is not HEAD's (a held
@@ -95,18 +46,6 @@ func (a *Agent) differsFromHead(rel string) bool {
 	}
 	work, ok := a.workRead(rel)
 	return inHead != ok || !bytes.Equal(head, work)
-}
-
-// constraintsHeld is the record narrowed to changes still in the folder
-// and not committed.
-func (a *Agent) constraintsHeld() map[string][]string {
-	rec := a.readConstraintsHeld()
-	for p := range rec {
-		if !a.differsFromHead(p) {
-			delete(rec, p)
-		}
-	}
-	return rec
 }
 
 // withTreeGuard runs guard, then letta-code's tree rules over the paths
@@ -140,14 +79,10 @@ func (a *Agent) outgoingTreeGuard(files []gitmem.OutgoingFile, remote gitmem.Out
 	return a.treeChecks.JudgeOutgoing(files, remote, plan)
 }
 
-// constraintsHeldList is constraintsHeld for status, sorted by path.
+// constraintsHeldList is the record narrowed to changes still in the
+// folder and not committed, for status, sorted by path.
 func (a *Agent) constraintsHeldList() []reminders.ConstraintsHold {
-	var out []reminders.ConstraintsHold
-	for p, why := range a.constraintsHeld() {
-		out = append(out, reminders.ConstraintsHold{Path: p, Problems: why})
-	}
-	slices.SortFunc(out, func(x, y reminders.ConstraintsHold) int { return strings.Compare(x.Path, y.Path) })
-	return out
+	return a.recordBook().ConstraintsHolds(a.differsFromHead)
 }
 
 // proposalTreeGuard judges a proposal's files (path → content, nil

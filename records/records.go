@@ -1,9 +1,10 @@
 // Package records is memfsd's own records of one unit (an agent or a
 // shared repository), in <unit>/records/ beside the memory folder and out
 // of the agent's reach: what its guards hold back (deletions, credentials,
-// broken front matter, a remote update or a push), files over their
-// limit, paths git cannot track. Every route to a decision (the daemon,
-// `memfsd sync`, a restart) reads the same state from them.
+// broken front matter, changes that break letta-code's tree rules more, a
+// remote update or a push), files over their limit, paths git cannot
+// track. Every route to a decision (the daemon, `memfsd sync`, a restart)
+// reads the same state from them.
 package records
 
 import (
