@@ -149,8 +149,6 @@ func (a *Agent) updateSecrets(held map[string]string, committed []string) error 
 	return a.recordBook().UpdateSecrets(held, committed)
 }
 
-func (a *Agent) readSecrets() map[string]string { return a.recordBook().Secrets() }
-
 // heldRemote is a remote update the remote-deletion guard did not apply.
 type heldRemote = records.Held
 
@@ -169,5 +167,3 @@ func (a *Agent) writeHeldPush(h heldRemote) error { return a.recordBook().WriteH
 func (a *Agent) updateLimits(over map[string]reminders.LimitOver, committed []string) error {
 	return a.recordBook().UpdateLimits(over, committed)
 }
-
-func (a *Agent) readLimits() map[string]reminders.LimitOver { return a.recordBook().Limits() }

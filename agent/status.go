@@ -2,7 +2,6 @@ package agent
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
@@ -159,44 +158,17 @@ func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
 }
 
 // secretsHeld is the secret-held record narrowed to what still holds: the
-// file is there and still matches a pattern (the pattern named is the one
-// that matches now). A cleaned or deleted file drops out.
+// file is there and still matches a pattern (records.Book.SecretHolds).
 func (a *Agent) secretsHeld() []reminders.SecretHold {
-	rec := a.readSecrets()
-	if len(rec) == 0 {
-		return nil
-	}
-	var out []reminders.SecretHold
-	for p := range rec {
-		data, ok := a.workRead(p)
-		if !ok {
-			continue // deleted: no longer held
-		}
-		name, ok := memtool.SecretIn(a.secretPatterns(), string(data))
-		if !ok {
-			continue // clean now: committed by the next flush, which clears it
-		}
-		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
-	}
-	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
-	return out
+	return a.recordBook().SecretHolds(a.workRead, func(data string) (string, bool) {
+		return memtool.SecretIn(a.secretPatterns(), data)
+	})
 }
 
 // limitsExceeded is the limit record narrowed to files still over the
-// limit recorded for them.
+// limit recorded for them (records.Book.LimitsOver).
 func (a *Agent) limitsExceeded() []reminders.LimitOver {
-	var out []reminders.LimitOver
-	for p, l := range a.readLimits() {
-		data, ok := a.workRead(p)
-		if !ok {
-			continue
-		}
-		if n := blocks.BodyLen(data); n > l.Limit {
-			out = append(out, reminders.LimitOver{Path: p, Limit: l.Limit, Size: n})
-		}
-	}
-	slices.SortFunc(out, func(x, y reminders.LimitOver) int { return strings.Compare(x.Path, y.Path) })
-	return out
+	return a.recordBook().LimitsOver(a.workRead, blocks.BodyLen)
 }
 
 func hashString(h interface {

@@ -298,3 +298,44 @@ func (b Book) WriteSkipped(rec map[string]string) error {
 	}
 	return nil
 }
+
+// SecretHolds is the secret-held record narrowed to what still holds: the
+// file is there (read) and still matches a pattern (match names the one
+// that matches now). A cleaned or deleted file drops out. Sorted by path.
+func (b Book) SecretHolds(read func(rel string) ([]byte, bool), match func(data string) (string, bool)) []reminders.SecretHold {
+	rec := b.Secrets()
+	if len(rec) == 0 {
+		return nil
+	}
+	var out []reminders.SecretHold
+	for p := range rec {
+		data, ok := read(p)
+		if !ok {
+			continue // deleted: no longer held
+		}
+		name, ok := match(string(data))
+		if !ok {
+			continue // clean now: committed by the next flush, which clears it
+		}
+		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
+	}
+	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// LimitsOver is the limit record narrowed to files still over the limit
+// recorded for them (size is a file's body length). Sorted by path.
+func (b Book) LimitsOver(read func(rel string) ([]byte, bool), size func(data []byte) int) []reminders.LimitOver {
+	var out []reminders.LimitOver
+	for p, l := range b.Limits() {
+		data, ok := read(p)
+		if !ok {
+			continue
+		}
+		if n := size(data); n > l.Limit {
+			out = append(out, reminders.LimitOver{Path: p, Limit: l.Limit, Size: n})
+		}
+	}
+	slices.SortFunc(out, func(x, y reminders.LimitOver) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
