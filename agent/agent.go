@@ -15,12 +15,17 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
+	"github.com/memfsd/memfsd/blockset"
 	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/memcontext"
+	"github.com/memfsd/memfsd/memsearch"
 	"github.com/memfsd/memfsd/memtool"
-	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/persongit"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/treecheck"
 	"github.com/memfsd/memfsd/worktree"
+	"github.com/memfsd/memfsd/writeproblem"
 )
 
 // Defaults of an agent's settings.
@@ -56,7 +61,10 @@ type Hooks struct {
 // and pushes once, bounded by its context.
 type Agent struct {
 	// treeChecks is letta-code's tree checks, kept from commit to commit.
-	treeChecks treeChecks
+	treeChecks treecheck.Checks
+	// heldMu serialises the constraints-held record's read-modify-write
+	// (the pipeline and the outgoing check both update it).
+	heldMu sync.Mutex
 
 	ID string
 
@@ -73,6 +81,8 @@ type Agent struct {
 	// the daemon starts watching it then, before the start-up sync.
 	OnReady func()
 	Hooks   Hooks
+	// Mirror, when set, is the agent's mirror (package mirror; mirror.go).
+	Mirror Mirror
 	// SharedRender, when set, is the agent's shared repositories as its
 	// context shows them after its own memory (the daemon's).
 	SharedRender func() string
@@ -87,11 +97,9 @@ type Agent struct {
 	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
-	// views are the attached agents' views of a shared unit (shared_view.go).
-	views *viewSet
-	// viewsMovedAside: Open found the shared clone off its branch and moved
-	// it aside; views attached are told (moveDetachedClone).
-	viewsMovedAside atomic.Bool
+	// views are the attached agents' views of a shared unit (package
+	// shared; nil for an agent).
+	views Views
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -104,24 +112,16 @@ type Agent struct {
 	// beforeToolWrite, when set (tests only), runs in a memory-tool call
 	// after it read the files and before it writes them.
 	beforeToolWrite func()
-	// viewLeased, when set (tests only), runs when a shared unit holds a
-	// view file's lease and compared it, before it writes or removes it.
-	viewLeased func()
-	// approvalsMu serialises reading and rewriting the block-set
-	// approvals (block set adds, the outgoing check ends them).
-	approvalsMu sync.Mutex
-	// blockOutcomes is what became of each path's latest block set in
-	// this process (under approvalsMu).
-	blockOutcomes map[string]BlockSetOutcome
+	// blocks are the operator's block-set approvals (blockset).
+	blockSets blockset.Book
 	// skipMu serialises updates of the skipped-paths record.
 	skipMu sync.Mutex
 	// callMu serialises idempotent memory calls (look up, run, record).
 	callMu sync.Mutex
-	// ctxMu guards the context cache (rendered once per revision).
-	ctxMu    sync.Mutex
-	ctxCache contextCache
+	// ctxCache renders the context, once per revision (memcontext).
+	ctxCache memcontext.Cache
 	// search is the tiers and search index, built on first use (search.go).
-	search searchState
+	search memsearch.State
 
 	// tree is the memory folder held open (worktree.go), with repo.
 	tree atomic.Pointer[worktree.Dir]
@@ -130,10 +130,9 @@ type Agent struct {
 	// repository does not answer in time (isolate.go).
 	answers answerCache
 
-	// problemsMu guards problems: direct writes not committed (a full
-	// disk, too large, a bad name), as the last commit pass saw them.
-	problemsMu sync.Mutex
-	problems   map[string]reminders.WriteProblem
+	// problems are direct writes not committed (a full disk, too large, a
+	// bad name), as the last commit pass saw them.
+	problems writeproblem.Set
 
 	mu        sync.Mutex
 	repo      *gitmem.Repo // nil until opened or cloned
@@ -147,14 +146,10 @@ type Agent struct {
 	// repackC wakes the repack loop (which runs only with Background).
 	repackC chan struct{}
 
-	// mirror is the mirror loop (mirrorloop.go); nil without a mirror.
-	mirrorMu sync.Mutex
-	mirror   *mirrorLoop
-
 	flushTimer *time.Timer
 	rescanC    chan struct{}
 	// pg is the wait on a person's git operation in the folder (persongit.go).
-	pg personGitState
+	pg persongit.Wait
 
 	// Turn coalescing: a turn waits for the first sync that starts after
 	// it arrived; turns arriving during a sync share the next one.
@@ -184,6 +179,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 		kick:     make(chan struct{}, 1),
 		repackC:  make(chan struct{}, 1),
 	}
+	a.blockSets.WriteFile = writeRecord
 	a.done = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.remoteOverride = readRemoteOverride(cfg, id)
@@ -302,7 +298,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 }
 
 func (a *Agent) repoOptions() gitmem.Options {
-	return gitmem.Options{Author: a.cfg.author(a.ID), Operator: a.cfg.operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
+	return gitmem.Options{Author: a.cfg.Author(a.ID), Operator: a.cfg.Operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
 		Secret: a.secretIn, WorkLock: &a.writeMu}
 }
@@ -403,11 +399,11 @@ const remoteFile = "remote-url"
 // remote is the agent's remote: the operator's per-agent URL when one is
 // recorded, else the configuration's (template, base URL or embedded).
 func (a *Agent) remote() gitmem.Remote {
-	r := a.cfg.remote(a.ID)
+	r := a.cfg.Remote(a.ID)
 	if u := a.RemoteOverride(); u != "" {
 		r.URL = u
-		if r.Auth == nil && a.cfg.hasToken() && !strings.HasPrefix(u, embedded.Scheme+"://") {
-			r.Auth = a.cfg.authFor()
+		if r.Auth == nil && a.cfg.HasToken() && !strings.HasPrefix(u, embedded.Scheme+"://") {
+			r.Auth = a.cfg.AuthFor()
 		}
 	}
 	return r
@@ -435,7 +431,7 @@ func SetRemoteOverride(cfg *Config, id, raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("remote_url %q: want http(s)://host[:port]/path, no credentials or query (the token comes from MEMFSD_TOKEN)", RedactURL(raw))
 	}
-	if err := cfg.ensurePrivateDirs(id); err != nil {
+	if err := cfg.EnsurePrivateDirs(id); err != nil {
 		return err
 	}
 	return writeRecord(filepath.Join(cfg.Home, "agents", id, remoteFile), []byte(u.String()+"\n"))

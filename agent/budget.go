@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/budget"
@@ -19,104 +16,23 @@ import (
 // agent cannot forge it), holds the operator's budget for the agent.
 const budgetFile = "budget.json"
 
-// Where a budget in force comes from.
+// Where a budget in force comes from (package budget).
 const (
-	BudgetFromDefault  = "default"
-	BudgetFromPolicy   = "policy"   // system/.letta-policy.yml at HEAD
-	BudgetFromOperator = "operator" // PUT /v1/agents/{id}/budget
+	BudgetFromDefault  = budget.FromDefault
+	BudgetFromPolicy   = budget.FromPolicy
+	BudgetFromOperator = budget.FromOperator
 )
 
-// Budget is the pinned memory's size against its token budget, at HEAD.
-type Budget struct {
-	Tokens int    `json:"tokens"` // estimated as letta-code does
-	Limit  int    `json:"limit"`
-	Source string `json:"source"` // default, policy or operator
-	Layout string `json:"layout"` // memfs-v1 (system/**.md) or memfs-v2 (root .md files)
-	// Files are the pinned files, most tokens first.
-	Files []budget.FileTokens `json:"files"`
-	// Warning says why the policy file was not used, when it is broken.
-	Warning string `json:"warning,omitempty"`
-}
+// Budget is the pinned memory's size against its token budget, at HEAD
+// (budget.Status).
+type Budget = budget.Status
 
-// Over reports whether the pinned memory is past its budget.
-func (b Budget) Over() bool { return b.Tokens > b.Limit }
-
-// tokenCache maps blob ids to their estimate: a blob's content, so its
-// estimate, never changes, whatever agent holds it.
-var tokenCache = struct {
-	sync.Mutex
-	m map[plumbing.Hash]int
-}{m: map[plumbing.Hash]int{}}
-
-func cachedTokens(h plumbing.Hash, read func(plumbing.Hash) ([]byte, error)) (int, error) {
-	tokenCache.Lock()
-	n, ok := tokenCache.m[h]
-	tokenCache.Unlock()
-	if ok {
-		return n, nil
-	}
-	data, err := read(h)
-	if err != nil {
-		return 0, err
-	}
-	n = budget.Tokens(data)
-	tokenCache.Lock()
-	if len(tokenCache.m) >= 1<<16 {
-		clear(tokenCache.m)
-	}
-	tokenCache.m[h] = n
-	tokenCache.Unlock()
-	return n, nil
-}
-
-// pinnedFile is a file as the budget sees it: its blob in a tree, or the
-// bytes a write would commit (data set).
-type pinnedFile struct {
-	blob plumbing.Hash
-	mode filemode.FileMode
-	data []byte
-}
-
-// measure estimates the pinned memory of files (path → file).
-func measure(files map[string]pinnedFile, read func(plumbing.Hash) ([]byte, error)) (int, string, []budget.FileTokens, error) {
-	_, v2 := files["MEMORY.md"]
-	layout := budget.Layout(v2)
-	var rows []budget.FileTokens
-	for p, f := range files {
-		if f.mode == filemode.Symlink || f.mode == filemode.Submodule || !budget.Pinned(p, layout) {
-			continue
-		}
-		n := 0
-		if f.data != nil {
-			n = budget.Tokens(f.data)
-		} else {
-			var err error
-			if n, err = cachedTokens(f.blob, read); err != nil {
-				return 0, layout, nil, err
-			}
-		}
-		rows = append(rows, budget.FileTokens{Path: p, Tokens: n})
-	}
-	return budget.Sum(rows), layout, rows, nil
-}
-
-// budgetLimit is the budget in force: the operator's record, else the
-// policy file's (policy is its content at HEAD, nil when absent), else
-// budget.DefaultTokens.
+// budgetLimit is the budget in force (budget.InForce): the operator's
+// record, else the policy file's (policy is its content at HEAD, nil when
+// absent), else budget.DefaultTokens.
 func (a *Agent) budgetLimit(policy []byte) (int, string, string) {
-	if n, ok := a.readBudget(); ok {
-		return n, BudgetFromOperator, ""
-	}
-	if policy != nil {
-		n, ok, err := budget.ParsePolicy(policy)
-		if err != nil {
-			return budget.DefaultTokens, BudgetFromDefault, err.Error() + "; the default budget applies"
-		}
-		if ok {
-			return n, BudgetFromPolicy, ""
-		}
-	}
-	return budget.DefaultTokens, BudgetFromDefault, ""
+	n, ok := a.readBudget()
+	return budget.InForce(n, ok, policy)
 }
 
 // Budget measures HEAD's pinned memory against the budget in force.
@@ -129,19 +45,19 @@ func (a *Agent) Budget() (Budget, error) {
 	if err != nil {
 		return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 	}
-	files := make(map[string]pinnedFile, len(tree))
+	files := make(map[string]budget.File, len(tree))
 	for _, f := range tree {
-		files[f.Path] = pinnedFile{blob: f.Blob, mode: f.Mode}
+		files[f.Path] = budget.File{Blob: f.Blob, Mode: f.Mode}
 	}
 	var policy []byte
 	if f, ok := files[budget.PolicyPath]; ok {
-		if policy, err = repo.Blob(f.blob); err != nil {
+		if policy, err = repo.Blob(f.Blob); err != nil {
 			return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 		}
 	}
 	b := Budget{Files: []budget.FileTokens{}}
 	b.Limit, b.Source, b.Warning = a.budgetLimit(policy)
-	if b.Tokens, b.Layout, b.Files, err = measure(files, repo.Blob); err != nil {
+	if b.Tokens, b.Layout, b.Files, err = budget.Measure(files, repo.Blob); err != nil {
 		return Budget{}, fmt.Errorf("budget %s: %w", a.ID, err)
 	}
 	if b.Files == nil {
@@ -151,21 +67,8 @@ func (a *Agent) Budget() (Budget, error) {
 }
 
 // BudgetError is a memory-tool write refused for taking the pinned memory
-// past its budget.
-type BudgetError struct {
-	Before, After, Limit int
-	Layout               string
-}
-
-func (e *BudgetError) Error() string {
-	where := "the files under /memories/system/"
-	if e.Layout == budget.LayoutV2 {
-		where = "the .md files at the root of /memories"
-	}
-	return fmt.Sprintf("Refused: the pinned memory (%s, always in your context) would be about %d tokens, over its budget of %d (it is %d now). "+
-		"Make room first: shorten or merge pinned files, or move detail into files outside them, which stay listed and readable on demand.",
-		where, e.After, e.Limit, e.Before)
-}
+// past its budget (budget.Error).
+type BudgetError = budget.Error
 
 // checkBudget refuses a tool write that takes the pinned memory past the
 // budget, or further past it; one that shrinks it is let through, so an
@@ -175,11 +78,11 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 	if err != nil {
 		return err
 	}
-	before := make(map[string]pinnedFile, len(tree))
+	before := make(map[string]budget.File, len(tree))
 	for _, f := range tree {
-		before[f.Path] = pinnedFile{blob: f.Blob, mode: f.Mode}
+		before[f.Path] = budget.File{Blob: f.Blob, Mode: f.Mode}
 	}
-	after := make(map[string]pinnedFile, len(before)+len(b.Views))
+	after := make(map[string]budget.File, len(before)+len(b.Views))
 	for p, f := range before {
 		after[p] = f
 	}
@@ -192,35 +95,12 @@ func (a *Agent) checkBudget(b *gitmem.Batch) error {
 		if data == nil {
 			data = []byte{}
 		}
-		after[v.Path] = pinnedFile{data: data, mode: filemode.Regular}
+		after[v.Path] = budget.File{Data: data, Mode: filemode.Regular}
 	}
-	now, _, _, err := measure(before, b.Blob)
-	if err != nil {
-		return err
-	}
-	next, layout, _, err := measure(after, b.Blob)
-	if err != nil {
-		return err
-	}
-	if next <= now {
-		return nil
-	}
-	var policy []byte
-	if f, ok := before[budget.PolicyPath]; ok {
-		if policy, err = b.Blob(f.blob); err != nil {
-			return err
-		}
-	}
-	limit, _, _ := a.budgetLimit(policy)
-	if next > limit {
-		return &BudgetError{Before: now, After: next, Limit: limit, Layout: layout}
-	}
-	return nil
-}
-
-// budgetRecord is the operator's setting, in the records.
-type budgetRecord struct {
-	Tokens int `json:"tokens"`
+	return budget.Check(before, after, b.Blob, func(policy []byte) int {
+		limit, _, _ := a.budgetLimit(policy)
+		return limit
+	})
 }
 
 func (a *Agent) readBudget() (int, bool) {
@@ -228,11 +108,7 @@ func (a *Agent) readBudget() (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	var rec budgetRecord
-	if json.Unmarshal(data, &rec) != nil || rec.Tokens < 1 || rec.Tokens > budget.MaxTokens {
-		return 0, false
-	}
-	return rec.Tokens, true
+	return budget.ParseRecord(data)
 }
 
 // SetBudget is the operator's budget for the agent's pinned memory:
@@ -249,8 +125,7 @@ func (a *Agent) SetBudget(tokens int) error {
 	case tokens < 0 || tokens > budget.MaxTokens:
 		return fmt.Errorf("budget %s: %d tokens: want 1 to %d, or 0 to drop the setting", a.ID, tokens, budget.MaxTokens)
 	}
-	data, _ := json.Marshal(budgetRecord{Tokens: tokens})
-	if err := writeRecord(p, data); err != nil {
+	if err := writeRecord(p, budget.Record(tokens)); err != nil {
 		return fmt.Errorf("budget %s: %w", a.ID, err)
 	}
 	return nil

@@ -4,21 +4,13 @@ package agent
 // read and its write.
 func SetBeforeToolWrite(a *Agent, f func()) { a.beforeToolWrite = f }
 
-// SetViewLeased makes f run each time shared unit a holds a view file's
-// lease and compared it, right before it writes or removes the file.
-func SetViewLeased(a *Agent, f func()) { a.viewLeased = f }
-
 // SearchBuilt reports whether the agent holds a search index now.
 func SearchBuilt(a *Agent) bool {
-	a.search.mu.Lock()
-	defer a.search.mu.Unlock()
-	return a.search.ix != nil
+	return a.search.Built()
 }
 
 // SearchReindexed is how many paths the agent's search index has been
 // handed (built or brought up to HEAD) since it started.
 func SearchReindexed(a *Agent) int {
-	a.search.mu.Lock()
-	defer a.search.mu.Unlock()
-	return a.search.reindexed
+	return a.search.Reindexed()
 }

@@ -1,76 +1,35 @@
 package agent
 
 import (
-	"encoding/base64"
-	"errors"
-	"fmt"
-	"strings"
-	"time"
-	"unicode/utf8"
-
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/history"
-	"github.com/memfsd/memfsd/worktree"
+	"github.com/memfsd/memfsd/memhistory"
 )
 
-// History limits: letta-code asks 50 commits by default; an agent's
-// prompt is better served by fewer, and a call is bounded.
+// History limits (package memhistory).
 const (
-	DefaultHistoryLimit = 20
-	MaxHistoryLimit     = 200
+	DefaultHistoryLimit = memhistory.DefaultLimit
+	MaxHistoryLimit     = memhistory.MaxLimit
 )
 
-// History is a path's history as the agent sees it, in the shape of
-// letta-code's memory_history_response (file_path, commits of sha,
-// message, timestamp, author_name), with what git log adds: the body
-// (a letta-code tool call's reason), the author's email and the files
-// each commit changed.
-type History struct {
-	FilePath string          `json:"file_path"`
-	Limit    int             `json:"limit"`
-	Commits  []HistoryCommit `json:"commits"`
-}
+// History is a path's history as the agent sees it (memhistory.History).
+type History = memhistory.History
 
 // HistoryCommit is one commit of a History.
-type HistoryCommit struct {
-	SHA         string `json:"sha"`
-	Message     string `json:"message"`   // the subject, git's %s
-	Body        string `json:"body"`      // git's %b: a letta-code reason, trailers
-	Timestamp   string `json:"timestamp"` // author date, strict ISO 8601 (git's %aI)
-	AuthorName  string `json:"author_name"`
-	AuthorEmail string `json:"author_email"`
-	// Changes are the files under the path the commit changed against its
-	// first parent; MoreChanges counts those left out past 100.
-	Changes     []FileChange `json:"changes"`
-	MoreChanges int          `json:"more_changes,omitempty"`
-}
+type HistoryCommit = memhistory.Commit
 
 // FileChange is a file a commit changed: create, update or delete.
-type FileChange struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"`
-}
+type FileChange = memhistory.FileChange
 
-// FileAtRef is a file's content at a revision, in the shape of
-// letta-code's memory_file_at_ref_response (file_path, ref, content),
-// with the commit the revision named and the encoding: utf8, or base64
-// for content that is not UTF-8 text.
-type FileAtRef struct {
-	FilePath string `json:"file_path"`
-	Ref      string `json:"ref"`
-	SHA      string `json:"sha"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding"`
-	Blob     string `json:"blob"`
-	Mode     string `json:"mode"` // git's octal file mode, e.g. 100644
-}
+// FileAtRef is a file's content at a revision (memhistory.FileAtRef).
+type FileAtRef = memhistory.FileAtRef
 
 // Errors of History and FileAt that are the caller's, not memfsd's.
 var (
 	// ErrBadHistoryInput is a path, revision or limit refused as given.
-	ErrBadHistoryInput = errors.New("bad input")
+	ErrBadHistoryInput = memhistory.ErrBadInput
 	// ErrNoFileAtRef is a path with no file at the revision.
-	ErrNoFileAtRef = history.ErrNotInRevision
+	ErrNoFileAtRef = memhistory.ErrNoFileAtRef
 )
 
 // History lists the commits that changed path ("" for all, a file or a
@@ -80,30 +39,15 @@ func (a *Agent) History(path string, limit int) (History, error) {
 	if repo == nil {
 		return History{}, ErrNotReady
 	}
-	if limit == 0 {
-		limit = DefaultHistoryLimit
-	}
-	if limit < 1 || limit > MaxHistoryLimit {
-		return History{}, fmt.Errorf("history: limit %d: want 1 to %d: %w", limit, MaxHistoryLimit, ErrBadHistoryInput)
-	}
-	cs, err := boundedRead(a, "history", func() ([]history.Commit, error) { return repo.History(memoriesRel(path), limit) })
+	limit, err := memhistory.Limit(limit)
 	if err != nil {
-		return History{}, historyErr(err)
+		return History{}, err
 	}
-	h := History{FilePath: path, Limit: limit, Commits: make([]HistoryCommit, len(cs))}
-	for i, c := range cs {
-		hc := HistoryCommit{
-			SHA: c.Hash.String(), Message: c.Subject, Body: c.Body,
-			Timestamp:  c.When.Format(time.RFC3339),
-			AuthorName: c.Author.Name, AuthorEmail: c.Author.Email,
-			Changes: make([]FileChange, len(c.Changes)), MoreChanges: c.MoreChanges,
-		}
-		for k, ch := range c.Changes {
-			hc.Changes[k] = FileChange{Path: ch.Path, Kind: ch.Kind}
-		}
-		h.Commits[i] = hc
+	cs, err := boundedRead(a, "history", func() ([]history.Commit, error) { return repo.History(memhistory.MemoriesRel(path), limit) })
+	if err != nil {
+		return History{}, memhistory.Err(err)
 	}
-	return h, nil
+	return memhistory.FromCommits(path, limit, cs), nil
 }
 
 // FileAt reads path at revision rev ("" is HEAD): a commit id (full or at
@@ -116,41 +60,11 @@ func (a *Agent) FileAt(path, rev string) (FileAtRef, error) {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	f, err := boundedRead(a, "file at "+rev, func() (history.File, error) { return repo.FileAt(memoriesRel(path), rev) })
+	f, err := boundedRead(a, "file at "+rev, func() (history.File, error) { return repo.FileAt(memhistory.MemoriesRel(path), rev) })
 	if err != nil {
-		return FileAtRef{}, historyErr(err)
+		return FileAtRef{}, memhistory.Err(err)
 	}
-	out := FileAtRef{FilePath: path, Ref: rev, SHA: f.Commit.String(), Blob: f.Blob.String(), Mode: f.Mode.String(), Encoding: "utf8"}
-	if utf8.Valid(f.Data) {
-		out.Content = string(f.Data)
-	} else {
-		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(f.Data), "base64"
-	}
-	return out, nil
-}
-
-// memoriesRel takes a path as the memory tool spells it (/memories/...)
-// or relative to the memory folder, as letta-code does.
-func memoriesRel(p string) string {
-	if p == "/memories" {
-		return ""
-	}
-	if rest, ok := strings.CutPrefix(p, "/memories/"); ok {
-		return rest
-	}
-	return p
-}
-
-// historyErr marks the caller's mistakes (a path memfsd never tracks, a
-// revision misspelt, unknown or ambiguous) as ErrBadHistoryInput.
-func historyErr(err error) error {
-	var pe *worktree.PathError
-	switch {
-	case errors.As(err, &pe), errors.Is(err, history.ErrBadRevision), errors.Is(err, history.ErrUnknownRevision),
-		errors.Is(err, history.ErrAmbiguousRevision):
-		return fmt.Errorf("%w: %w", ErrBadHistoryInput, err)
-	}
-	return err
+	return memhistory.FromFile(path, rev, f), nil
 }
 
 // ReadHistory is History from disk, with no daemon.

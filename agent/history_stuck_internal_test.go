@@ -63,7 +63,7 @@ func TestHistory_StuckRepositoryAnswersWithinDeadline(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for a.answers.stuck.Load() != 0 {
+	for a.answers.Stuck() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the stuck read's end was not noticed")
 		}

@@ -23,7 +23,7 @@ func TestIsolate_PanicBecomesTheAgentsError(t *testing.T) {
 		t.Fatalf("status after a panic = %s, %+v; want error naming the panic with a next step", st.State, st.LastError)
 	}
 	// A panic in a bounded read (a status) is an error answer, not a crash.
-	a.answers.beforeRead = func() { panic("read boom") }
+	a.answers.BeforeRead = func() { panic("read boom") }
 	st = a.Status(true)
 	if st.State != StateError || st.LastError == nil || st.LastError.NextStep == "" {
 		t.Fatalf("status whose read panicked = %s, %+v", st.State, st.LastError)
@@ -44,7 +44,7 @@ func TestIsolate_StuckStatusAnswersFromTheLastKnown(t *testing.T) {
 	first := a.Status(false)
 	release := make(chan struct{})
 	var reads atomic.Int32
-	a.answers.beforeRead = func() {
+	a.answers.BeforeRead = func() {
 		if reads.Add(1) == 1 {
 			<-release
 		}
@@ -68,7 +68,7 @@ func TestIsolate_StuckStatusAnswersFromTheLastKnown(t *testing.T) {
 	}
 	close(release)
 	deadline := time.Now().Add(5 * time.Second)
-	for a.answers.stuck.Load() != 0 {
+	for a.answers.Stuck() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the stuck read's end was not noticed")
 		}
@@ -92,7 +92,7 @@ func TestIsolate_SlowStatusIsTheLastAnswerAsItWas(t *testing.T) {
 	first := a.Status(false)
 	release := make(chan struct{})
 	defer close(release)
-	a.answers.beforeRead = func() { <-release }
+	a.answers.BeforeRead = func() { <-release }
 	st := a.Status(true)
 	if st.State != first.State || (st.LastError == nil) != (first.LastError == nil) {
 		t.Fatalf("slow status = %s %+v, want the last one (%s %+v)", st.State, st.LastError, first.State, first.LastError)

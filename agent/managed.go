@@ -19,7 +19,7 @@ func RecordManaged(cfg *Config, id string) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	if err := cfg.ensurePrivateDirs(id); err != nil {
+	if err := cfg.EnsurePrivateDirs(id); err != nil {
 		return err
 	}
 	return writeRecord(filepath.Join(cfg.Home, "agents", id, managedFile), []byte("added with PUT /v1/agents/"+id+"\n"))

@@ -10,8 +10,10 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/guard"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/writeproblem"
 )
 
 // ErrMassDeleteHeld is returned when a sync found more than half of the
@@ -20,19 +22,13 @@ import (
 var ErrMassDeleteHeld = errors.New("mass delete held")
 
 // MassDeleteMin is the fewest tracked files for the half rule to apply.
-const MassDeleteMin = 20
+const MassDeleteMin = guard.MassDeleteMin
 
 // IsMassDelete reports whether deleting deleted of tracked files (with
-// remaining files left) must be held for a person to confirm: more than
-// half of at least MassDeleteMin, or every file.
+// remaining files left) must be held for a person to confirm
+// (guard.IsMassDelete).
 func IsMassDelete(deleted, tracked, remaining int) bool {
-	if deleted == 0 {
-		return false
-	}
-	if remaining <= 0 && deleted >= tracked {
-		return true // the whole folder vanished
-	}
-	return tracked >= MassDeleteMin && deleted*2 > tracked
+	return guard.IsMassDelete(deleted, tracked, remaining)
 }
 
 // DirectWriteMessage is the commit message of a file written straight into
@@ -82,8 +78,8 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	deferred := a.takeDeferred()
 	for i, d := range deferred {
 		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
-			Paths: d.paths, One: true, Author: d.author,
-			Message: func(gitmem.PathView) string { return d.message },
+			Paths: d.Paths, One: true, Author: d.Author,
+			Message: func(gitmem.PathView) string { return d.Message },
 		}, false)
 		out.add(o)
 		if err != nil {
@@ -114,7 +110,7 @@ func (o *commitOutcome) add(p commitOutcome) {
 }
 
 // commitGuarded is one commit request of direct writes through the
-// pipeline, judged by directWriteGuard, with its holds recorded. Under
+// pipeline, judged by guard.DirectWrite, with its holds recorded. Under
 // writeMu.
 func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, acceptDeletes bool) (commitOutcome, error) {
 	var out commitOutcome
@@ -128,19 +124,19 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 	mk := func(paths []string) gitmem.CommitRequest {
 		r := req
 		r.Paths = paths
-		r.Guard = oddInputGuard(a.maxFileBytes(), problems, a.withTreeGuard(directWriteGuard(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
+		r.Guard = guard.OddInput(a.maxFileBytes(), problems, a.withTreeGuard(guard.DirectWrite(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
 		r.Keep = a.keepRejected
 		r.SkipStaged = true
 		return r
 	}
 	res, err := repo.Commit(mk(paths))
-	if err != nil && perFileFailure(err) && !req.One {
+	if err != nil && writeproblem.PerFileFailure(err) && !req.One {
 		// One file's failure (a full disk for its blob) must not stop the
 		// files written beside it: each is then a commit of its own, and
 		// only the one that fails stays uncommitted.
 		a.log.Warn("commit of a batch failed; committing its files one by one", "paths", len(paths), "err", err)
 		if len(paths) == 1 {
-			problems[paths[0]] = problemOf(paths[0], err)
+			problems[paths[0]] = writeproblem.Of(paths[0], err)
 			res, err = gitmem.CommitResult{}, nil
 		} else {
 			res, err = a.commitEach(repo, paths, mk, problems)
@@ -170,7 +166,7 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		}
 		a.mu.Unlock()
 		if left := a.stagedLeft(req.Paths, res.Staged); len(left) > 0 {
-			msg := "memfsd: commit what was left staged in the folder\n\nStaged by someone else and left uncommitted for " + (stagedLeftAfter * a.cfg.personGitWait()).String() + ":\n" + strings.Join(left, "\n")
+			msg := "memfsd: commit what was left staged in the folder\n\nStaged by someone else and left uncommitted for " + (stagedLeftAfter * a.personGitWait()).String() + ":\n" + strings.Join(left, "\n")
 			if h, serr := repo.CommitStaged(left, msg, gitmem.Signature{Name: "memfsd", Email: "memfsd@memfsd.local"}); serr != nil {
 				a.log.Warn("committing what was left staged failed; tried again", "paths", left, "err", serr)
 			} else {
@@ -230,127 +226,6 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		a.log.Warn("mass delete held: nothing deleted on the remote", "files", len(deletes))
 	}
 	return out, err
-}
-
-// oddInputGuard holds, before next sees them, direct writes that must not
-// be committed as they are: a file over max bytes (it would fill the
-// history and delay every file beside it) and a name with a control
-// character or bytes that are not UTF-8 (it would split a commit subject,
-// a listing or a prompt). Their bytes stay in the folder; each is named in
-// problems with its cause.
-func oddInputGuard(max int64, problems map[string]reminders.WriteProblem, next gitmem.Guard) gitmem.Guard {
-	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
-		var held []int
-		rest := b.Views[:0:0]
-		for i, v := range b.Views {
-			switch {
-			case v.Data != nil && reminders.BadName(v.Path):
-				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseBadName, Detail: "a control character or bytes that are not UTF-8 in the name"}
-			case v.Data != nil && int64(len(v.Data)) > max:
-				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseTooLarge, Detail: fmt.Sprintf("%d bytes, the cap is %d", len(v.Data), max), Size: int64(len(v.Data)), Limit: max}
-			default:
-				rest = append(rest, v)
-				continue
-			}
-			held = append(held, i)
-		}
-		if len(held) == 0 {
-			return next(b)
-		}
-		all := b.Views
-		var verdicts []gitmem.Verdict
-		if len(rest) > 0 {
-			b.Views = rest
-			var err error
-			verdicts, err = next(b)
-			b.Views = all
-			if err != nil {
-				return nil, err
-			}
-		}
-		out := make([]gitmem.Verdict, 0, len(all))
-		j := 0
-		for i := range all {
-			if len(held) > 0 && held[0] == i {
-				out = append(out, gitmem.Hold)
-				held = held[1:]
-				continue
-			}
-			if j < len(verdicts) {
-				out = append(out, verdicts[j])
-			}
-			j++
-		}
-		return out, nil
-	}
-}
-
-// directWriteGuard is the pipeline's judgement of direct writes: read-only
-// blocks (and any change of read_only) are restored, text that looks like a
-// credential is held uncommitted (named in secrets), so is a write that
-// breaks front matter that parsed at HEAD or letta-code's front-matter
-// rules (named in broken), a mass
-// deletion held. While deletions are held (holding, the count still gone
-// from the folder), every further deletion joins them: a mass deletion the
-// watcher saw in two batches (a loaded machine, a slow rm) is held whole,
-// not half pushed.
-func directWriteGuard(acceptDeletes bool, holding int, patterns []memtool.SecretPattern, rules func(string) bool, secrets map[string]string, limits map[string]reminders.LimitOver, broken map[string]bool) gitmem.Guard {
-	return func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
-		verdicts := make([]gitmem.Verdict, len(b.Views))
-		deletes, creates := 0, 0
-		for i, v := range b.Views {
-			if refused, err := checkAgainstHead(v, rules); err != nil {
-				return nil, err
-			} else if errors.Is(refused, blocks.ErrFrontMatterBroken) || errors.Is(refused, blocks.ErrFrontMatterRules) {
-				// The agent's own file, its front matter broken: held with
-				// a reminder until it parses again, not undone.
-				verdicts[i] = gitmem.Hold
-				broken[v.Path] = true
-				continue
-			} else if refused != nil {
-				verdicts[i] = gitmem.Restore
-				continue
-			}
-			if v.Data != nil {
-				if name, ok := memtool.SecretIn(patterns, string(v.Data)); ok {
-					verdicts[i] = gitmem.Hold
-					secrets[v.Path] = name
-					continue
-				}
-				// Over its limit: committed all the same (a direct write is
-				// the agent's own), and the agent is told.
-				old, err := v.Head()
-				if err != nil {
-					return nil, err
-				}
-				var over *blocks.LimitError
-				if errors.As(blocks.CheckLimit(old, v.Data), &over) {
-					limits[v.Path] = reminders.LimitOver{Path: v.Path, Limit: over.Limit, Size: over.Requested}
-				}
-			}
-			switch v.Kind {
-			case gitmem.ChangeDelete:
-				deletes++
-			case gitmem.ChangeCreate:
-				creates++
-			}
-		}
-		if deletes == 0 || acceptDeletes {
-			return verdicts, nil
-		}
-		tracked, err := b.Tracked()
-		if err != nil {
-			return nil, err
-		}
-		if holding > 0 || IsMassDelete(deletes, tracked, tracked-deletes+creates) {
-			for i, v := range b.Views {
-				if v.Kind == gitmem.ChangeDelete && verdicts[i] == gitmem.Accept {
-					verdicts[i] = gitmem.Hold
-				}
-			}
-		}
-		return verdicts, nil
-	}
 }
 
 // heldStillGone counts the held deletions whose files are still gone.
@@ -439,7 +314,7 @@ func (a *Agent) outgoingGuard(files []gitmem.OutgoingFile, remote gitmem.Outgoin
 		// Front matter, as for a direct write (a shell's git commit gets
 		// here without the commit's guard): judged against the remote's
 		// version, held back uncommitted while it breaks.
-		if f.InLocal && checkFrontMatterChange(f.Path, theirs, mine, f.LocalMode() == filemode.Symlink, rules) != nil {
+		if f.InLocal && guard.FrontMatterChange(f.Path, theirs, mine, f.LocalMode() == filemode.Symlink, rules) != nil {
 			plan.HoldBack = append(plan.HoldBack, f.Path)
 		}
 	}

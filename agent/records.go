@@ -2,18 +2,15 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/memfsd/memfsd/records"
+	"github.com/memfsd/memfsd/rejected"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -26,20 +23,6 @@ import (
 // stay where SPEC §2 puts them, .git/memfsd/rejected/, written only into
 // real folders (a symbolic link the agent put there is replaced).
 const (
-	// heldDeletesFile lists the deletions the mass-delete guard held.
-	heldDeletesFile = "held-deletes.json"
-	// secretHeldFile maps files held by the secret guard to the pattern.
-	secretHeldFile = "secret-held.json"
-	// heldRemoteFile is the remote update held by the remote-deletion guard.
-	heldRemoteFile = "held-remote.json"
-	// limitsFile lists files committed over their front matter's limit.
-	limitsFile = "limit-exceeded.json"
-	// heldPushFile is the local tip whose push the outgoing check held (a
-	// committed mass deletion) and the files it deletes.
-	heldPushFile = "held-push.json"
-	// rejectedDir keeps the bytes of direct writes to read-only blocks that
-	// were undone: <unix-nanos>-<path with / as %>.
-	rejectedDir = "rejected"
 	// rejectedSeenFile holds the time the agent fetched its reminders while
 	// rejections were shown; the next turn moves it to rejectedToldFile.
 	rejectedSeenFile = "rejected-seen"
@@ -54,73 +37,22 @@ func (a *Agent) recordPath(name string) string {
 	return filepath.Join(a.folder, "records", name)
 }
 
-// rejectedRel is where rejected bytes are kept, relative to the memory
-// folder: inside its .git, which the agent's shell reaches too, so every
-// step there goes through the folder's descriptor (withTree), never by
-// name: a link the agent puts at .git/memfsd or at the folder is removed,
-// never followed.
-const rejectedRel = ".git/memfsd/" + rejectedDir
-
-// realDirsIn makes each of rels (outermost first) a real folder beneath wt:
-// a symbolic link or a file standing there (the agent's doing) is removed
-// (the link itself, not what it points to) first.
-func realDirsIn(wt *worktree.Dir, rels ...string) error {
-	for _, rel := range rels {
-		st, err := wt.Lstat(rel)
-		if err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-			continue
-		}
-		if err == nil {
-			if err := wt.Remove(rel); err != nil {
-				return err
-			}
-		}
-		if err := wt.MkdirAll(rel); err != nil {
-			return err
-		}
-	}
-	return nil
+// recordBook is the unit's records (package records).
+func (a *Agent) recordBook() records.Book {
+	return records.Book{Dir: filepath.Join(a.folder, "records"), Exists: a.workExists}
 }
 
 // readHeld reads the held-deletes record (nil when none).
-func (a *Agent) readHeld() []string {
-	data, err := os.ReadFile(a.recordPath(heldDeletesFile))
-	if err != nil {
-		return nil
-	}
-	var paths []string
-	if json.Unmarshal(data, &paths) != nil {
-		return nil
-	}
-	return paths
-}
+func (a *Agent) readHeld() []string { return a.recordBook().Held() }
 
 // writeHeld replaces the held-deletes record (removes it for none).
-func (a *Agent) writeHeld(paths []string) error {
-	p := a.recordPath(heldDeletesFile)
-	if len(paths) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record held deletes: %w", err)
-		}
-		return nil
-	}
-	slices.Sort(paths)
-	data, _ := json.Marshal(slices.Compact(paths))
-	return writeRecord(p, data)
-}
+func (a *Agent) writeHeld(paths []string) error { return a.recordBook().WriteHeld(paths) }
 
 // keepRejected stores bytes a guard took out of the work tree and prunes
-// the folder to the newest DefaultRejectedKeep files.
+// the folder to the newest DefaultRejectedKeep files (package rejected).
 func (a *Agent) keepRejected(rel string, data []byte) error {
 	err := a.withTree(func(wt *worktree.Dir) error {
-		if err := realDirsIn(wt, ".git/memfsd", rejectedRel); err != nil {
-			return err
-		}
-		name := strconv.FormatInt(uniqueNanos(), 10) + "-" + strings.ReplaceAll(rel, "/", "%")
-		if _, err := wt.WriteFile(rejectedRel+"/"+name, data, worktree.Regular, false); err != nil {
-			return err
-		}
-		return pruneRejected(wt, DefaultRejectedKeep)
+		return rejected.Keep(wt, rel, data, DefaultRejectedKeep)
 	})
 	if err != nil {
 		return fmt.Errorf("keep rejected %s: %w", rel, err)
@@ -128,62 +60,11 @@ func (a *Agent) keepRejected(rel string, data []byte) error {
 	return nil
 }
 
-var lastNanos atomic.Int64
-
-// uniqueNanos is the time in nanoseconds, strictly increasing in this
-// process, so two rejections never share a name.
-func uniqueNanos() int64 {
-	for {
-		now, last := time.Now().UnixNano(), lastNanos.Load()
-		if now <= last {
-			now = last + 1
-		}
-		if lastNanos.CompareAndSwap(last, now) {
-			return now
-		}
-	}
-}
-
-// pruneRejected removes all but the newest keep rejected files.
-func pruneRejected(wt *worktree.Dir, keep int) error {
-	names := rejectedNamesIn(wt)
-	for len(names) > keep {
-		if err := wt.Remove(rejectedRel + "/" + names[0].file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		names = names[1:]
-	}
-	return nil
-}
-
-type rejectedName struct {
-	file string
-	at   int64
-	path string
-}
-
-// rejectedNamesIn lists the rejected files, oldest first (none when the
-// folder is missing or not a real folder).
-func rejectedNamesIn(wt *worktree.Dir) []rejectedName {
-	entries, _ := wt.ReadDir(rejectedRel)
-	var out []rejectedName
-	for _, e := range entries {
-		at, rest, ok := strings.Cut(e.Name, "-")
-		n, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil || e.Stat.Mode&syscall.S_IFMT != syscall.S_IFREG {
-			continue
-		}
-		out = append(out, rejectedName{file: e.Name, at: n, path: strings.ReplaceAll(rest, "%", "/")})
-	}
-	slices.SortFunc(out, func(x, y rejectedName) int { return int(x.at - y.at) })
-	return out
-}
-
 // rejectedNames lists the rejected files of the agent, oldest first.
-func (a *Agent) rejectedNames() []rejectedName {
-	var out []rejectedName
+func (a *Agent) rejectedNames() []rejected.Name {
+	var out []rejected.Name
 	a.withTree(func(wt *worktree.Dir) error {
-		out = rejectedNamesIn(wt)
+		out = rejected.Names(wt)
 		return nil
 	})
 	return out
@@ -195,8 +76,8 @@ func (a *Agent) untoldRejections() []string {
 	told := readStamp(a.recordPath(rejectedToldFile))
 	var out []string
 	for _, n := range a.rejectedNames() {
-		if n.at > told && !slices.Contains(out, n.path) {
-			out = append(out, n.path)
+		if n.At > told && !slices.Contains(out, n.Path) {
+			out = append(out, n.Path)
 		}
 	}
 	return out
@@ -219,36 +100,10 @@ func (a *Agent) settleRejections() {
 	}
 }
 
-func readStamp(p string) int64 {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	return n
-}
+func readStamp(p string) int64 { return records.ReadStamp(p) }
 
-// writeRecord writes a record atomically (temporary file, rename), 0600.
-func writeRecord(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
+// writeRecord writes a record atomically (records.Write).
+func writeRecord(p string, data []byte) error { return records.Write(p, data) }
 
 // operatorFile, outside the memory folder (the agent's shell reaches the
 // folder and its .git, not this), lists the operator's accept and restore
@@ -291,119 +146,24 @@ func (a *Agent) approve(kind, id string) error {
 
 // updateSecrets adds files the secret guard held and drops committed ones.
 func (a *Agent) updateSecrets(held map[string]string, committed []string) error {
-	rec := a.readSecrets()
-	changed := false
-	for p := range rec {
-		if !a.workExists(p) {
-			delete(rec, p) // deleted: no longer held
-			changed = true
-		}
-	}
-	for p, pattern := range held {
-		if rec[p] != pattern {
-			rec[p], changed = pattern, true
-		}
-	}
-	for _, p := range committed {
-		if _, ok := rec[p]; ok {
-			delete(rec, p)
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	return a.writeSecrets(rec)
-}
-
-func (a *Agent) readSecrets() map[string]string {
-	rec := map[string]string{}
-	if data, err := os.ReadFile(a.recordPath(secretHeldFile)); err == nil {
-		_ = json.Unmarshal(data, &rec)
-	}
-	return rec
-}
-
-func (a *Agent) writeSecrets(rec map[string]string) error {
-	p := a.recordPath(secretHeldFile)
-	if len(rec) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record held secrets: %w", err)
-		}
-		return nil
-	}
-	data, _ := json.Marshal(rec)
-	return writeRecord(p, data)
+	return a.recordBook().UpdateSecrets(held, committed)
 }
 
 // heldRemote is a remote update the remote-deletion guard did not apply.
-type heldRemote struct {
-	Remote string   `json:"remote"`
-	Paths  []string `json:"paths"`
-}
+type heldRemote = records.Held
 
-func (a *Agent) readHeldRemote() heldRemote { return a.readHeldRecord(heldRemoteFile) }
+func (a *Agent) readHeldRemote() heldRemote { return a.recordBook().HeldRemote() }
 
-func (a *Agent) readHeldPush() heldRemote { return a.readHeldRecord(heldPushFile) }
-
-func (a *Agent) readHeldRecord(name string) heldRemote {
-	var h heldRemote
-	if data, err := os.ReadFile(a.recordPath(name)); err == nil {
-		_ = json.Unmarshal(data, &h)
-	}
-	return h
-}
+func (a *Agent) readHeldPush() heldRemote { return a.recordBook().HeldPush() }
 
 // writeHeldRemote records the held update (the zero value clears it).
-func (a *Agent) writeHeldRemote(h heldRemote) error { return a.writeHeldRecord(heldRemoteFile, h) }
+func (a *Agent) writeHeldRemote(h heldRemote) error { return a.recordBook().WriteHeldRemote(h) }
 
 // writeHeldPush records the held push (the zero value clears it).
-func (a *Agent) writeHeldPush(h heldRemote) error { return a.writeHeldRecord(heldPushFile, h) }
-
-func (a *Agent) writeHeldRecord(name string, h heldRemote) error {
-	p := a.recordPath(name)
-	if h.Remote == "" {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record %s: %w", name, err)
-		}
-		return nil
-	}
-	slices.Sort(h.Paths)
-	data, _ := json.Marshal(h)
-	return writeRecord(p, data)
-}
+func (a *Agent) writeHeldPush(h heldRemote) error { return a.recordBook().WriteHeldPush(h) }
 
 // updateLimits records files committed over their limit and drops the
 // ones committed within it again.
 func (a *Agent) updateLimits(over map[string]reminders.LimitOver, committed []string) error {
-	rec := a.readLimits()
-	changed := false
-	for _, p := range committed {
-		if l, ok := over[p]; ok {
-			rec[p], changed = l, true
-		} else if _, ok := rec[p]; ok {
-			delete(rec, p)
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	p := a.recordPath(limitsFile)
-	if len(rec) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record limits: %w", err)
-		}
-		return nil
-	}
-	data, _ := json.Marshal(rec)
-	return writeRecord(p, data)
-}
-
-func (a *Agent) readLimits() map[string]reminders.LimitOver {
-	rec := map[string]reminders.LimitOver{}
-	if data, err := os.ReadFile(a.recordPath(limitsFile)); err == nil {
-		_ = json.Unmarshal(data, &rec)
-	}
-	return rec
+	return a.recordBook().UpdateLimits(over, committed)
 }

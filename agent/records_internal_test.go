@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/records"
 )
 
 func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
@@ -29,8 +31,8 @@ func TestRecords_RejectedKeepsNewestAndTells(t *testing.T) {
 	if len(names) != DefaultRejectedKeep {
 		t.Fatalf("kept %d rejected files, want %d", len(names), DefaultRejectedKeep)
 	}
-	if names[0].path != "system/b005.md" || names[len(names)-1].path != fmt.Sprintf("system/b%03d.md", DefaultRejectedKeep+4) {
-		t.Fatalf("kept %s .. %s, want the newest", names[0].path, names[len(names)-1].path)
+	if names[0].Path != "system/b005.md" || names[len(names)-1].Path != fmt.Sprintf("system/b%03d.md", DefaultRejectedKeep+4) {
+		t.Fatalf("kept %s .. %s, want the newest", names[0].Path, names[len(names)-1].Path)
 	}
 	if n := len(a.untoldRejections()); n != DefaultRejectedKeep {
 		t.Fatalf("untold = %d", n)
@@ -70,7 +72,7 @@ func TestRecords_HeldDeletes(t *testing.T) {
 		t.Fatalf("after committing a.md: %v", got)
 	}
 	a.updateHeld(nil, []string{"b.md"})
-	if _, err := os.Stat(filepath.Join(a.Dir(), ".git", "memfsd", heldDeletesFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(a.Dir(), ".git", "memfsd", records.HeldDeletesFile)); !os.IsNotExist(err) {
 		t.Fatalf("empty record not removed: %v", err)
 	}
 }

@@ -1,42 +1,54 @@
 package agent
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/memfsd/memfsd/memtool"
-	"github.com/memfsd/memfsd/reminders"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/gitmem"
 )
 
-// A shared repository is served by one unit per home: an Agent made by
-// NewShared, whose folder is <home>/shared/<name> (the one clone in
-// memory/ below it, memfsd's records beside it) and whose remote is the
-// repository's. Every attached agent's write goes through that unit's one
-// commit pipeline (its repository's locks and writeMu), its sync loop
-// pushes and recovers like any agent's, and the same guards (read-only
-// blocks, secrets, deletion holds, front matter) judge every write, with
-// the writing agent as the commit's author.
+// A shared repository is served by one unit per home (package shared's
+// Unit), built on an Agent made by NewShared: its folder is
+// <home>/shared/<name> (the one clone in memory/ below it, memfsd's
+// records beside it) and its remote is the repository's. Every attached
+// agent's write goes through that core's one commit pipeline (its
+// repository's locks and writeMu), its sync loop pushes and recovers like
+// any agent's, and the same guards (read-only blocks, secrets, deletion
+// holds, front matter) judge every write, with the writing agent as the
+// commit's author. The unit's views of the repository (its attached
+// agents' folders) are package shared's; the core reaches them through
+// Views.
 
-// ErrSharedDenied is a write by an agent whose attachment says deny.
-var ErrSharedDenied = errors.New("shared repository is read-only for this agent")
+// Views is a shared repository's views as the core of its unit sees them
+// (package shared's Unit): Open calls MoveAside before it opens the
+// repository and runs Run in a goroutine Close waits for (until ctx
+// ends); each sync kicks them (Kick); Close calls CloseViews once the
+// loops ended.
+type Views interface {
+	MoveAside()
+	Run(ctx context.Context)
+	Kick()
+	CloseViews()
+	// PushProposals pushes the proposals not pushed yet (each sync).
+	PushProposals(ctx context.Context)
+}
 
-// NewShared makes the unit of shared repository name at remoteURL over cfg
-// (validated). It starts nothing.
-func NewShared(cfg *Config, name, remoteURL string) (*Agent, error) {
-	if err := ValidateSharedName(name); err != nil {
-		return nil, err
-	}
+// NewShared makes the core of shared repository name's unit at remoteURL
+// over cfg (validated), serving views (package shared's New validates the
+// name and makes the unit). It starts nothing.
+func NewShared(cfg *Config, name, remoteURL string, views Views) (*Agent, error) {
 	a, err := New(cfg, name)
 	if err != nil {
 		return nil, err
 	}
 	a.folder = cfg.SharedDir(name)
 	a.shared = true
-	a.treeChecks.shared = true
-	a.views = newViewSet()
+	a.treeChecks.Shared = true
+	a.views = views
 	a.remoteOverride = remoteURL
 	a.log = cfg.Logger.With("shared", name)
 	return a, nil
@@ -49,7 +61,7 @@ func (a *Agent) Shared() bool { return a.shared }
 // tightens them when they exist).
 func (a *Agent) ensureFolder() error {
 	if !a.shared {
-		return a.cfg.ensurePrivateDirs(a.ID)
+		return a.cfg.EnsurePrivateDirs(a.ID)
 	}
 	for _, d := range []string{a.cfg.Home, filepath.Join(a.cfg.Home, "shared"), a.folder} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -62,54 +74,56 @@ func (a *Agent) ensureFolder() error {
 	return nil
 }
 
-// SharedCall runs agent by's memory-tool call on this shared repository
-// under policy write: the shared clone is what /memories maps to; a write
-// is one commit authored by the agent (`<by> <<by>@memfsd.local>`, or the
-// configured author), judged by the same tool guard and budget as the
-// agent's own memory. With deny every write is refused (views answer); a
-// propose write never reaches the shared branch (ProposeCall).
-func (a *Agent) SharedCall(in memtool.Call, by string, write WritePolicy) (memtool.Result, error) {
-	if !a.shared {
-		return memtool.Result{}, fmt.Errorf("shared call: %s is not a shared repository", a.ID)
+// moveDetachedClone: the views move a clone found off its branch aside.
+func (a *Agent) moveDetachedClone() {
+	if a.views != nil {
+		a.views.MoveAside()
 	}
-	if in.Writes() {
-		switch write {
-		case WriteDeny:
-			return memtool.Result{Content: fmt.Sprintf("shared repository %s is read-only for agent %s (write: deny): the change was not made; ask the operator for write: allow or propose", a.ID, by), IsError: true}, nil
-		case WritePropose:
-			return a.proposeCall(in, by)
-		}
-	}
-	author := a.cfg.author(by)
-	tool, err := a.memoryToolAs("", &author)
-	if err != nil {
-		return memtool.Result{}, err
-	}
-	res := tool.RunCall(in)
-	if in.Writes() && !res.IsError {
-		a.kickViews() // the views get the new tip
-	}
-	return res, nil
 }
 
-// SharedContext is the shared repository as an attached agent's prompt
-// shows it, after its own memory: the repository's rendering (pinned
-// blocks and file tree) in a <shared_memory> element naming the policy
-// and how to reach it, in the agent's terms (the tool's shared parameter,
-// its view folder beside its memory), never a host path or command.
-func (a *Agent) SharedContext(write WritePolicy) (string, error) {
-	c, err := a.Context()
+// viewLoop runs the views' loop until the agent closes.
+func (a *Agent) viewLoop() {
+	defer a.wg.Done()
+	if a.views != nil {
+		a.views.Run(a.ctx)
+	}
+}
+
+// kickViews asks the views for a round (the tip moved).
+func (a *Agent) kickViews() {
+	if a.views != nil {
+		a.views.Kick()
+	}
+}
+
+// pushPendingProposals pushes the unit's proposals not pushed yet.
+func (a *Agent) pushPendingProposals(ctx context.Context) {
+	if a.views != nil {
+		a.views.PushProposals(ctx)
+	}
+}
+
+// closeViews lets every view's folder go (Close, after the loops ended).
+func (a *Agent) closeViews() {
+	if a.views != nil {
+		a.views.CloseViews()
+	}
+}
+
+// ProposalBase is the commit a proposal goes on top of: the shared
+// branch's remote tip, or, before the shared repository's first push
+// reached the remote (no remote tip yet), the local tip the first push will
+// carry. A root commit there would be history an operator's plain `git
+// merge` refuses (unrelated histories). Zero only when both are unborn.
+func ProposalBase(repo *gitmem.Repo) (plumbing.Hash, error) {
+	base, err := repo.RemoteHead()
 	if err != nil {
-		return "", err
+		return plumbing.ZeroHash, fmt.Errorf("read the remote tip: %w", err)
 	}
-	view := reminders.ViewFolder(a.ID)
-	how := "write with the memory tool's shared parameter (shared=" + a.ID + ") or in your view folder " + view
-	switch write {
-	case WritePropose:
-		how += "; your changes become proposals an operator reviews, not the shared memory itself"
-	case WriteDeny:
-		how = "read only (view it with the memory tool's shared parameter, shared=" + a.ID + ", or in your view folder " + view + ")"
+	if base.IsZero() {
+		if base, err = repo.Head(); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read the local tip: %w", err)
+		}
 	}
-	return fmt.Sprintf("\n<shared_memory name=%q write=%q>\n%s: /memories below means this repository.\n%s\n</shared_memory>",
-		a.ID, write, how, strings.TrimSpace(c.Text)), nil
+	return base, nil
 }

@@ -1,24 +1,13 @@
 package agent
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/reminders"
 )
-
-// pathSkippedFile maps the untrackable paths found in the work tree (a
-// .git below the root, ...) to why they are not committed. It is what
-// makes each one logged once, across the daemon, `memfsd sync` and
-// restarts, rather than at every scan.
-const pathSkippedFile = "path-skipped.json"
 
 // noteSkipped records untrackable paths the scan or the pipeline left out
 // and logs the ones not recorded before. A complete list (a full scan)
@@ -77,25 +66,6 @@ func skippedFromScan(found []gitmem.SkippedPath) []reminders.PathSkip {
 	return out
 }
 
-func (a *Agent) readSkipped() map[string]string {
-	rec := map[string]string{}
-	if data, err := os.ReadFile(a.recordPath(pathSkippedFile)); err == nil {
-		_ = json.Unmarshal(data, &rec)
-	}
-	return rec
-}
+func (a *Agent) readSkipped() map[string]string { return a.recordBook().Skipped() }
 
-func (a *Agent) writeSkipped(rec map[string]string) error {
-	p := a.recordPath(pathSkippedFile)
-	if len(rec) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("record skipped paths: %w", err)
-		}
-		return nil
-	}
-	data, _ := json.Marshal(rec)
-	if err := writeRecord(p, data); err != nil {
-		return fmt.Errorf("record skipped paths: %w", err)
-	}
-	return nil
-}
+func (a *Agent) writeSkipped(rec map[string]string) error { return a.recordBook().WriteSkipped(rec) }

@@ -2,126 +2,44 @@ package agent
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/memfsd/memfsd/blocks"
-	"github.com/memfsd/memfsd/budget"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/status"
 )
 
-// Agent states (SPEC §6).
+// Agent states (SPEC §6; package status).
 const (
-	StateClean    = "clean"
-	StateDirty    = "dirty"
-	StateAhead    = "ahead"
-	StateConflict = "conflict"
-	StateDegraded = "degraded"
-	StateError    = "error"
-	// StateUnmanaged is an agent on disk that the running daemon does not
-	// manage: nothing syncs it (`memfsd status` only).
-	StateUnmanaged = "unmanaged"
+	StateClean     = status.StateClean
+	StateDirty     = status.StateDirty
+	StateAhead     = status.StateAhead
+	StateConflict  = status.StateConflict
+	StateDegraded  = status.StateDegraded
+	StateError     = status.StateError
+	StateUnmanaged = status.StateUnmanaged
 )
 
 // Turn outcomes.
 const (
-	OutcomePushed   = "pushed"
-	OutcomeClean    = "clean"
-	OutcomeConflict = "conflict"
-	OutcomeDelayed  = "delayed"
-	OutcomeFailed   = "failed"
+	OutcomePushed   = status.OutcomePushed
+	OutcomeClean    = status.OutcomeClean
+	OutcomeConflict = status.OutcomeConflict
+	OutcomeDelayed  = status.OutcomeDelayed
+	OutcomeFailed   = status.OutcomeFailed
 )
 
 // LastError is the last sync failure of an agent.
-type LastError struct {
-	Class    string    `json:"class"`
-	Message  string    `json:"message"`
-	At       time.Time `json:"at"`
-	Attempts int       `json:"attempts"`
-	// NextStep is what a person should do about it (retry.NextStep).
-	NextStep string `json:"next_step"`
-}
+type LastError = status.LastError
 
 // Status is an agent's state as the API and `memfsd status` show it.
-type Status struct {
-	Agent      string     `json:"agent"`
-	Dir        string     `json:"dir"`
-	Remote     string     `json:"remote"`
-	Branch     string     `json:"branch"`
-	Head       string     `json:"head"`
-	RemoteHead string     `json:"remote_head"`
-	Ahead      int        `json:"ahead"`
-	Behind     int        `json:"behind"`
-	Dirty      []string   `json:"dirty"`
-	State      string     `json:"state"`
-	LastError  *LastError `json:"last_error"`
-	LastPushAt *time.Time `json:"last_push_at"`
-	// LastSyncAt is when this process last synced the agent successfully
-	// (null until the start-up sync succeeded).
-	LastSyncAt *time.Time `json:"last_sync_at"`
-	Conflicts  []string   `json:"conflicts"`
-	Backups    []string   `json:"backups"`
-	// HeldDeletes are deletions the mass-delete guard did not commit.
-	HeldDeletes []string `json:"held_deletes,omitempty"`
-	// ReadOnlyRejected are direct writes to read-only blocks that were
-	// undone and not yet told to the agent.
-	ReadOnlyRejected []string `json:"read_only_rejected,omitempty"`
-	// SecretHeld are direct writes not committed because they look like
-	// they hold a credential.
-	SecretHeld []reminders.SecretHold `json:"secret_held,omitempty"`
-	// FrontMatterHeld are direct writes not committed because they broke
-	// front matter that parsed at HEAD.
-	FrontMatterHeld []string `json:"frontmatter_held,omitempty"`
-	// FrontMatterInvalid is, for each FrontMatterHeld file, the rule of
-	// letta-code's it breaks, in its words ("" when it does not parse).
-	FrontMatterInvalid []string `json:"frontmatter_invalid,omitempty"`
-	// ConstraintsHeld are writes not committed because they make the
-	// memory break letta-code's MemFS limits more.
-	ConstraintsHeld []reminders.ConstraintsHold `json:"constraints_held,omitempty"`
-	// HeldRemoteDeletes are files an incoming update would delete; the
-	// update is not applied until an operator decides.
-	HeldRemoteDeletes []string `json:"held_remote_deletes,omitempty"`
-	// LimitExceeded are files whose body is over their front matter's limit.
-	LimitExceeded []reminders.LimitOver `json:"limit_exceeded,omitempty"`
-	// PathSkipped are paths in the folder git cannot track (a .git below
-	// the root, in any case, ...): never committed; the rest is.
-	PathSkipped []reminders.PathSkip `json:"path_skipped,omitempty"`
-	// WriteProblems are direct writes not committed, with the cause
-	// (disk_full, too_large, bad_name, write_failed); the files beside
-	// them were committed.
-	WriteProblems []reminders.WriteProblem `json:"write_problems,omitempty"`
-	// Budget is the pinned memory's tokens against its budget (status
-	// with a scan only: the agents' list leaves it out).
-	Budget *Budget `json:"budget,omitempty"`
-	// TokenFileProblem says the token file is empty or unreadable and the
-	// last good token is in use (the file named, never the token).
-	TokenFileProblem string `json:"token_file_problem,omitempty"`
-	// Mirror is the agent's mirror remote (null when it has none): its
-	// state never changes the agent's (the primary is the source of truth).
-	Mirror *MirrorStatus `json:"mirror,omitempty"`
-	// PersonGitInProgress is a person's git operation in the folder
-	// (REVERT_HEAD, a commit's editor open, ...) that memfsd's commits
-	// and syncs wait on (null when none).
-	PersonGitInProgress *PersonGit `json:"person_git_in_progress,omitempty"`
-	Ready               bool       `json:"ready"`
-	// Waiting is every hold, rejection or problem above that waits on
-	// the operator, one line each (control characters escaped).
-	Waiting []string `json:"waiting,omitempty"`
-	// Kind is "shared" for a shared repository in `memfsd status --json`
-	// (empty for an agent).
-	Kind string `json:"kind,omitempty"`
-}
+type Status = status.Status
 
 // TurnResult is the answer to a turn.
-type TurnResult struct {
-	Outcome string `json:"outcome"`
-	Pushed  int    `json:"pushed"`
-	Status  Status `json:"status"`
-	Error   string `json:"error,omitempty"`
-}
+type TurnResult = status.TurnResult
 
 // readStatus reads the agent's state from its repository and memfsd's
 // records on disk (never from one process's memory, so the daemon and
@@ -139,7 +57,7 @@ func (a *Agent) readStatus(scan bool) Status {
 		Conflicts: []string{},
 		Backups:   []string{},
 	}
-	if c := a.cfg.creds; c != nil {
+	if c := a.cfg.Credentials(); c != nil {
 		st.TokenFileProblem = c.Problem()
 	}
 	a.mu.Lock()
@@ -209,9 +127,9 @@ func (a *Agent) readStatus(scan bool) Status {
 			}
 		}
 	}
-	st.State = stateOf(st, broken)
-	st.Mirror = a.Mirror(false)
-	st.Waiting = waitingOn(st)
+	st.State = status.State(st, broken)
+	st.Mirror = a.mirrorStatus()
+	st.Waiting = status.Waiting(st)
 	return st
 }
 
@@ -240,64 +158,17 @@ func (a *Agent) heldDeletes(repo *gitmem.Repo) []string {
 }
 
 // secretsHeld is the secret-held record narrowed to what still holds: the
-// file is there and still matches a pattern (the pattern named is the one
-// that matches now). A cleaned or deleted file drops out.
+// file is there and still matches a pattern (records.Book.SecretHolds).
 func (a *Agent) secretsHeld() []reminders.SecretHold {
-	rec := a.readSecrets()
-	if len(rec) == 0 {
-		return nil
-	}
-	var out []reminders.SecretHold
-	for p := range rec {
-		data, ok := a.workRead(p)
-		if !ok {
-			continue // deleted: no longer held
-		}
-		name, ok := memtool.SecretIn(a.secretPatterns(), string(data))
-		if !ok {
-			continue // clean now: committed by the next flush, which clears it
-		}
-		out = append(out, reminders.SecretHold{Path: p, Pattern: name})
-	}
-	slices.SortFunc(out, func(x, y reminders.SecretHold) int { return strings.Compare(x.Path, y.Path) })
-	return out
+	return a.recordBook().SecretHolds(a.workRead, func(data string) (string, bool) {
+		return memtool.SecretIn(a.secretPatterns(), data)
+	})
 }
 
 // limitsExceeded is the limit record narrowed to files still over the
-// limit recorded for them.
+// limit recorded for them (records.Book.LimitsOver).
 func (a *Agent) limitsExceeded() []reminders.LimitOver {
-	var out []reminders.LimitOver
-	for p, l := range a.readLimits() {
-		data, ok := a.workRead(p)
-		if !ok {
-			continue
-		}
-		if n := blocks.BodyLen(data); n > l.Limit {
-			out = append(out, reminders.LimitOver{Path: p, Limit: l.Limit, Size: n})
-		}
-	}
-	slices.SortFunc(out, func(x, y reminders.LimitOver) int { return strings.Compare(x.Path, y.Path) })
-	return out
-}
-
-func stateOf(st Status, broken bool) string {
-	switch {
-	case broken, len(st.HeldDeletes) > 0, len(st.HeldRemoteDeletes) > 0, len(st.WriteProblems) > 0:
-		return StateError
-	case st.LastError != nil:
-		switch c := retry.Class(st.LastError.Class); {
-		case c == retry.ClassAuth, c == retry.ClassNotFound, c == retry.ClassPermanent, c.Held():
-			return StateError
-		}
-		return StateDegraded
-	case len(st.Conflicts) > 0:
-		return StateConflict
-	case len(st.Dirty) > 0:
-		return StateDirty
-	case st.Ahead > 0 || st.Behind > 0:
-		return StateAhead
-	}
-	return StateClean
+	return a.recordBook().LimitsOver(a.workRead, blocks.BodyLen)
 }
 
 func hashString(h interface {
@@ -344,31 +215,9 @@ func (a *Agent) ToolReminders() []reminders.Reminder {
 	return rs
 }
 
-// BuildReminders turns a status into reminders.
+// BuildReminders turns a status into reminders (status.BuildReminders).
 func BuildReminders(st Status, now time.Time) []reminders.Reminder {
-	rs := reminders.State{
-		Agent:             st.Agent,
-		Conflicts:         st.Conflicts,
-		Ahead:             st.Ahead,
-		ReadOnlyRejected:  st.ReadOnlyRejected,
-		HeldDeletes:       st.HeldDeletes,
-		Backups:           st.Backups,
-		SecretHeld:        st.SecretHeld,
-		FrontMatterHeld:   st.FrontMatterHeld,
-		FrontMatterWhy:    st.FrontMatterInvalid,
-		HeldRemoteDeletes: st.HeldRemoteDeletes,
-		ConstraintsHeld:   st.ConstraintsHeld,
-		LimitExceeded:     st.LimitExceeded,
-		PathSkipped:       st.PathSkipped,
-		WriteProblems:     st.WriteProblems,
-	}
-	if b := st.Budget; b != nil && b.Over() {
-		rs.BudgetExceeded = &reminders.BudgetOver{Tokens: b.Tokens, Limit: b.Limit, V2: b.Layout == budget.LayoutV2, Files: b.Files}
-	}
-	if st.LastError != nil {
-		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, agentFacing(st.LastError.Message, st.Dir), st.LastError.Attempts
-	}
-	return reminders.Build(rs, now)
+	return status.BuildReminders(st, now)
 }
 
 // ReadStatus reads an agent's status from disk, with no daemon: nothing is

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/credentials"
 	"github.com/memfsd/memfsd/mcpserver"
+	"github.com/memfsd/memfsd/mirror"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -86,7 +88,7 @@ func (d *Daemon) Open() error {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); w.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.pollLoop() }()
-	for _, c := range []*agent.Credentials{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
+	for _, c := range []*credentials.Source{d.cfg.Credentials(), d.cfg.MirrorCredentials()} {
 		if c != nil {
 			// A rotated token file is picked up without a restart.
 			d.wg.Add(1)
@@ -136,6 +138,7 @@ func (d *Daemon) Manage(id string) error {
 		return err
 	}
 	a.Background = true
+	mirror.Attach(a)
 	a.Debounce, a.PullInterval = d.Debounce, d.PullInterval
 	a.StartSlots, a.ScanSlots = d.startSlot, d.scanSlot
 	a.OnReady = func() { d.watcher.add(a, a.Dir()) }
@@ -225,7 +228,7 @@ func (d *Daemon) pendingCommits() float64 {
 // longest time one has been behind.
 func (d *Daemon) mirrorLag() (commits, seconds float64) {
 	for _, a := range d.all() {
-		if n, lag, ok := a.MirrorLag(); ok {
+		if n, lag, ok := mirror.Of(a).Lag(); ok {
 			commits += float64(n)
 			seconds = max(seconds, lag.Seconds())
 		}
@@ -251,7 +254,11 @@ func (d *Daemon) Close(ctx context.Context) {
 	waitOrDone(ctx, d.wg.Wait)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DefaultStartParallel)
-	for _, a := range append(d.all(), d.shared.all()...) {
+	all := d.all()
+	for _, u := range d.shared.all() {
+		all = append(all, u.Agent)
+	}
+	for _, a := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/mirror"
 )
 
 // DefaultMirrorPushWait is how long POST .../mirror/push waits for the
@@ -18,7 +19,7 @@ const DefaultMirrorPushWait = 30 * time.Second
 // mirror URL the agent could choose would copy its memory anywhere.
 func (d *Daemon) mirrorRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/agents/{id}/mirror", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
-		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": mirror.Of(a).Status(true)})
 	}))
 }
 
@@ -38,18 +39,18 @@ func (d *Daemon) mirrorOperatorRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, fmt.Errorf(`mirror set: want {"url": "https://host/path.git"}: %w`, err))
 			return
 		}
-		if err := a.SetMirror(body.URL); err != nil {
+		if err := mirror.Of(a).Set(body.URL); err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("mirror set %s: %w", a.ID, err))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": mirror.Of(a).Status(true)})
 	}))
 	mux.HandleFunc("DELETE /v1/agents/{id}/mirror", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
-		if err := a.UnsetMirror(); err != nil {
+		if err := mirror.Of(a).Unset(); err != nil {
 			writeError(w, http.StatusInternalServerError, fmt.Errorf("mirror unset %s: %w", a.ID, err))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"mirror": a.Mirror(true)})
+		writeJSON(w, http.StatusOK, map[string]any{"mirror": mirror.Of(a).Status(true)})
 	}))
 	mux.HandleFunc("POST /v1/agents/{id}/mirror/push", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		var body struct {
@@ -65,15 +66,15 @@ func (d *Daemon) mirrorOperatorRoutes(mux *http.ServeMux) {
 			return
 		}
 		extendWrite(w, wait)
-		e, finished, err := a.PushMirrorNow(r.Context().Done(), wait, body.Force)
+		e, finished, err := mirror.Of(a).PushNow(r.Context().Done(), wait, body.Force)
 		switch {
-		case errors.Is(err, agent.ErrNoMirror):
+		case errors.Is(err, mirror.ErrNoMirror):
 			writeError(w, http.StatusConflict, err)
 			return
 		case !finished:
-			writeJSON(w, http.StatusAccepted, map[string]any{"finished": false, "mirror": a.Mirror(false)})
+			writeJSON(w, http.StatusAccepted, map[string]any{"finished": false, "mirror": mirror.Of(a).Status(false)})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"finished": true, "push": e, "mirror": a.Mirror(false)})
+		writeJSON(w, http.StatusOK, map[string]any{"finished": true, "push": e, "mirror": mirror.Of(a).Status(false)})
 	}))
 }

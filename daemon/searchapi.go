@@ -11,6 +11,7 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/search"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // searchRoutes serve the tiers and the search (SPEC §11): GET .../search
@@ -110,18 +111,18 @@ func (d *Daemon) searchUnit(a *agent.Agent, name string) (*agent.Agent, error) {
 	if name == "" {
 		return a, nil
 	}
-	list, err := agent.ReadAttachments(d.cfg, a.ID)
+	list, err := shared.ReadAttachments(d.cfg, a.ID)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(list, func(at agent.Attachment) bool { return at.Name == name }) {
+	if !slices.ContainsFunc(list, func(at shared.Attachment) bool { return at.Name == name }) {
 		return nil, fmt.Errorf("search: %w %q for agent %s (GET /v1/agents/%s/shared lists them)", errNoShared, name, a.ID, a.ID)
 	}
 	u := d.shared.unit(name)
 	if u == nil {
 		return nil, fmt.Errorf("search: shared repository %q: %w", name, agent.ErrNotReady)
 	}
-	return u, nil
+	return u.Agent, nil
 }
 
 // writeSearchError answers 400 for the caller's input, 404 for an unknown

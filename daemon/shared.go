@@ -10,37 +10,38 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // sharedUnits are the daemon's shared repositories: one unit (one clone,
 // one pipeline, one sync loop) per name, however many agents are attached.
 type sharedUnits struct {
 	mu       sync.Mutex
-	units    map[string]*agent.Agent                // name → its unit
-	attached map[string]map[string]agent.Attachment // agent id → name → attachment
-	watches  map[string]map[string]*viewWatch       // agent id → name → its view's watch
+	units    map[string]*shared.Unit                 // name → its unit
+	attached map[string]map[string]shared.Attachment // agent id → name → attachment
+	watches  map[string]map[string]*viewWatch        // agent id → name → its view's watch
 }
 
-func (s *sharedUnits) unit(name string) *agent.Agent {
+func (s *sharedUnits) unit(name string) *shared.Unit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.units[name]
 }
 
 // all lists the units, by name.
-func (s *sharedUnits) all() []*agent.Agent {
+func (s *sharedUnits) all() []*shared.Unit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*agent.Agent, 0, len(s.units))
+	out := make([]*shared.Unit, 0, len(s.units))
 	for _, u := range s.units {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, func(x, y *agent.Agent) int { return strings.Compare(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y *shared.Unit) int { return strings.Compare(x.ID, y.ID) })
 	return out
 }
 
 // attachment is agent id's attachment of name and its unit.
-func (s *sharedUnits) attachment(id, name string) (*agent.Agent, agent.Attachment, bool) {
+func (s *sharedUnits) attachment(id, name string) (*shared.Unit, shared.Attachment, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.attached[id][name]
@@ -51,15 +52,15 @@ func (s *sharedUnits) attachment(id, name string) (*agent.Agent, agent.Attachmen
 }
 
 // of lists agent id's attachments with their units, by name.
-func (s *sharedUnits) of(id string) ([]agent.Attachment, []*agent.Agent) {
+func (s *sharedUnits) of(id string) ([]shared.Attachment, []*shared.Unit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ats []agent.Attachment
+	var ats []shared.Attachment
 	for _, at := range s.attached[id] {
 		ats = append(ats, at)
 	}
-	slices.SortFunc(ats, func(x, y agent.Attachment) int { return strings.Compare(x.Name, y.Name) })
-	units := make([]*agent.Agent, len(ats))
+	slices.SortFunc(ats, func(x, y shared.Attachment) int { return strings.Compare(x.Name, y.Name) })
+	units := make([]*shared.Unit, len(ats))
 	for i, at := range ats {
 		units[i] = s.units[at.Name]
 	}
@@ -69,7 +70,7 @@ func (s *sharedUnits) of(id string) ([]agent.Attachment, []*agent.Agent) {
 // attachRecorded attaches what agent a's records list (at start-up and
 // when the agent starts being managed).
 func (d *Daemon) attachRecorded(a *agent.Agent) {
-	list, err := agent.ReadAttachments(d.cfg, a.ID)
+	list, err := shared.ReadAttachments(d.cfg, a.ID)
 	if err != nil {
 		d.log.Error("reading shared attachments failed; the agent runs without them", "agent", a.ID, "err", err)
 		return
@@ -82,7 +83,7 @@ func (d *Daemon) attachRecorded(a *agent.Agent) {
 		}
 	}
 	// Views of repositories detached while no daemon ran.
-	moved, err := agent.MoveUnattachedViews(d.cfg, a.ID, names)
+	moved, err := shared.MoveUnattachedViews(d.cfg, a.ID, names)
 	for _, to := range moved {
 		d.log.Info("a view of a shared repository no longer attached was moved aside", "agent", a.ID, "moved_to", to)
 	}
@@ -94,16 +95,16 @@ func (d *Daemon) attachRecorded(a *agent.Agent) {
 // attachShared serves attachment at of agent a: the repository's unit is
 // opened the first time any agent attaches it (cloned in its own sync
 // loop, like an agent's memory).
-func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
+func (d *Daemon) attachShared(a *agent.Agent, at shared.Attachment) error {
 	s := &d.shared
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.units == nil {
-		s.units, s.attached = map[string]*agent.Agent{}, map[string]map[string]agent.Attachment{}
+		s.units, s.attached = map[string]*shared.Unit{}, map[string]map[string]shared.Attachment{}
 		s.watches = map[string]map[string]*viewWatch{}
 	}
 	if s.units[at.Name] == nil {
-		u, err := agent.NewShared(d.cfg, at.Name, at.RemoteURL)
+		u, err := shared.New(d.cfg, at.Name, at.RemoteURL)
 		if err != nil {
 			return err
 		}
@@ -121,7 +122,7 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 		s.units[at.Name] = u
 	}
 	if s.attached[a.ID] == nil {
-		s.attached[a.ID] = map[string]agent.Attachment{}
+		s.attached[a.ID] = map[string]shared.Attachment{}
 		s.watches[a.ID] = map[string]*viewWatch{}
 	}
 	s.attached[a.ID][at.Name] = at
@@ -140,7 +141,7 @@ func (d *Daemon) attachShared(a *agent.Agent, at agent.Attachment) error {
 
 // detachShared stops serving a's attachment of name: its view is no
 // longer watched or copied into, and its folder is moved aside
-// (agent.MoveDetachedView). The last attachment
+// (shared.MoveDetachedView). The last attachment
 // of name going stops its unit (pending commits pushed once, bounded by
 // DefaultShutdownTimeout; the clone stays for a later attach).
 func (d *Daemon) detachShared(a *agent.Agent, name string) {
@@ -160,7 +161,7 @@ func (d *Daemon) detachShared(a *agent.Agent, name string) {
 	// The view folder would keep the shared files and take writes to
 	// nowhere: moved aside, the agent told (under s.mu: an attach of the
 	// same name waits, then makes the view again).
-	if to, err := agent.MoveDetachedView(d.cfg, a.ID, name); err != nil {
+	if to, err := shared.MoveDetachedView(d.cfg, a.ID, name); err != nil {
 		d.log.Warn("moving the detached view aside failed", "agent", a.ID, "shared", name, "err", err)
 	} else if to != "" {
 		d.log.Info("the detached view was moved aside", "agent", a.ID, "shared", name, "moved_to", to)
@@ -187,13 +188,13 @@ func (d *Daemon) detachShared(a *agent.Agent, name string) {
 // sharedReminders are agent id's reminders about its views.
 func (d *Daemon) sharedReminders(id string) []reminders.Reminder {
 	ats, units := d.shared.of(id)
-	out := agent.DetachedViewReminders(d.cfg, id)
+	out := shared.DetachedViewReminders(d.cfg, id)
 	for i, u := range units {
 		if u == nil {
 			continue
 		}
 		out = append(out, u.ViewReminders(id)...)
-		if ats[i].Write == agent.WritePropose {
+		if ats[i].Write == shared.WritePropose {
 			var pending []reminders.PendingProposal
 			for _, p := range u.PendingProposals(id) {
 				pending = append(pending, reminders.PendingProposal{Branch: p.Branch, Paths: p.Paths})

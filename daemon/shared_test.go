@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // TestShared_LastDetachStopsTheUnit: a shared repository's unit runs
@@ -25,7 +26,7 @@ func TestShared_LastDetachStopsTheUnit(t *testing.T) {
 		if err := d.Manage(id); err != nil {
 			t.Fatal(err)
 		}
-		at, err := agent.Attach(cfg, id, agent.Attachment{Name: "team"})
+		at, err := shared.Attach(cfg, id, shared.Attachment{Name: "team"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestShared_LastDetachStopsTheUnit(t *testing.T) {
 	if d.shared.unit("team") != nil || u.Ready() {
 		t.Fatalf("after the last detach the unit still runs (served %v, ready %v)", d.shared.unit("team") != nil, u.Ready())
 	}
-	at, _ := agent.Attach(cfg, "a1", agent.Attachment{Name: "team"})
+	at, _ := shared.Attach(cfg, "a1", shared.Attachment{Name: "team"})
 	if err := d.attachShared(d.get("a1"), at); err != nil {
 		t.Fatal(err)
 	}

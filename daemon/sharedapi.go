@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // sharedRoutes list an agent's shared repositories (the agent may read
@@ -35,9 +36,9 @@ func (d *Daemon) sharedOperatorRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, fmt.Errorf(`shared attach: want {"write": "allow|propose|deny", "remote_url": "https://..." (optional)}: %w`, err))
 			return
 		}
-		at, err := agent.Attach(d.cfg, a.ID, agent.Attachment{Name: r.PathValue("name"), Write: agent.WritePolicy(body.Write), RemoteURL: body.RemoteURL})
+		at, err := shared.Attach(d.cfg, a.ID, shared.Attachment{Name: r.PathValue("name"), Write: shared.WritePolicy(body.Write), RemoteURL: body.RemoteURL})
 		switch {
-		case errors.Is(err, agent.ErrSharedRemoteConflict):
+		case errors.Is(err, shared.ErrSharedRemoteConflict):
 			writeError(w, http.StatusConflict, err)
 			return
 		case err != nil:
@@ -56,12 +57,12 @@ func (d *Daemon) sharedOperatorRoutes(mux *http.ServeMux) {
 			return
 		}
 		extendWrite(w, wait)
-		waitReady(r.Context(), d.shared.unit(at.Name), wait)
+		waitReady(r.Context(), d.shared.unit(at.Name).Agent, wait)
 		writeJSON(w, http.StatusOK, d.sharedInfo(a.ID, at))
 	}))
 	mux.HandleFunc("DELETE /v1/agents/{id}/shared/{name}", d.withAgent(func(w http.ResponseWriter, r *http.Request, a *agent.Agent) {
 		name := r.PathValue("name")
-		found, err := agent.Detach(d.cfg, a.ID, name)
+		found, err := shared.Detach(d.cfg, a.ID, name)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -77,20 +78,20 @@ func (d *Daemon) sharedOperatorRoutes(mux *http.ServeMux) {
 
 // SharedInfo is one attachment as the API shows it.
 type SharedInfo struct {
-	agent.Attachment
+	shared.Attachment
 	// View is the agent's folder of the repository.
 	View string `json:"view"`
 	// Status is the shared clone's state (nil until it is open).
 	Status *agent.Status `json:"status,omitempty"`
 	// Proposals are the agent's proposals (write: propose), for the
 	// operator to merge with plain git.
-	Proposals []agent.Proposal `json:"proposals,omitempty"`
+	Proposals []shared.Proposal `json:"proposals,omitempty"`
 	// Pending are the branches of the proposals not merged yet.
 	Pending []string `json:"pending_proposals,omitempty"`
 }
 
 func (d *Daemon) sharedList(id string) ([]SharedInfo, error) {
-	list, err := agent.ReadAttachments(d.cfg, id)
+	list, err := shared.ReadAttachments(d.cfg, id)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (d *Daemon) sharedList(id string) ([]SharedInfo, error) {
 	return out, nil
 }
 
-func (d *Daemon) sharedInfo(id string, at agent.Attachment) SharedInfo {
+func (d *Daemon) sharedInfo(id string, at shared.Attachment) SharedInfo {
 	at.RemoteURL = agent.RedactURL(at.RemoteURL)
 	info := SharedInfo{Attachment: at, View: d.cfg.ViewDir(id, at.Name)}
 	if u := d.shared.unit(at.Name); u != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/shared"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -29,7 +30,7 @@ type watched interface {
 
 // viewWatch is agent id's view of a shared unit, as the watcher sees it.
 type viewWatch struct {
-	unit *agent.Agent
+	unit *shared.Unit
 	id   string
 }
 

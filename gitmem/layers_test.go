@@ -11,10 +11,11 @@ import (
 	"testing"
 )
 
-// The engine's layers, lowest first (docs/engine.md, "How the engine works"). A
+// The engine's layers, lowest first (docs/engine.md, "How the engine works"),
+// and above them the agent's (docs/engine.md, "Above the repository"). A
 // package may import its own layer and those below, never one above.
 // internal/... holds leaf helpers (atomicfile) every layer may use;
-// everything else in the module (agent, daemon, cmd, ...) sits above.
+// everything else in the module (daemon, mcpserver, cmd, ...) sits above.
 var engineLayers = []struct {
 	name     string
 	prefixes []string // import paths, or path prefixes ending in "/"
@@ -29,6 +30,11 @@ var engineLayers = []struct {
 	// the backup refs, the push to a mirror.
 	{"embedded remote, history and the repository's parts", []string{"embedded", "history", "ancestry", "replay", "wire", "backups", "mirrorpush"}},
 	{"repository", []string{"gitmem"}},
+	{"the product's leaves", []string{"letta", "budget", "blocks", "search", "reminders", "memtool", "retry"}},
+	{"the agent's parts", []string{"config", "credentials", "remoteurl", "isolate", "records", "rejected", "writeproblem",
+		"guard", "treecheck", "blockset", "callrecord", "persongit", "status", "memcontext", "memsearch", "memhistory"}},
+	{"the agent unit", []string{"agent"}},
+	{"attached to an agent unit", []string{"shared", "mirror"}},
 }
 
 const modulePath = "github.com/memfsd/memfsd/"

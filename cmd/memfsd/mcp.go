@@ -19,6 +19,7 @@ import (
 	"github.com/memfsd/memfsd/daemon"
 	"github.com/memfsd/memfsd/mcpserver"
 	"github.com/memfsd/memfsd/memtool"
+	"github.com/memfsd/memfsd/mirror"
 )
 
 // mcpReadyWait bounds how long `memfsd mcp` waits for a first clone before
@@ -123,6 +124,7 @@ func runMCPInProcess(ctx context.Context, g *globals, id string, opts mcpserver.
 		return err
 	}
 	a.Background = true
+	mirror.Attach(a)
 	// Direct writes into the folder are committed as the daemon commits
 	// them, so a subscribed client is told of them.
 	stopWatch, err := daemon.WatchAgent(a, cfg.Logger.With("agent", id))

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/mirror"
 )
 
 // newMirrorCmd is `memfsd mirror set|unset|status|push`: the agent's
@@ -41,7 +42,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 			}
 			body, _ := json.Marshal(map[string]string{"url": rawURL})
 			return g.mirrorAdmin(cmd.OutOrStdout(), "PUT", id, string(body), func(cfg *agent.Config) error {
-				return agent.SetMirrorOnDisk(cfg, id, rawURL)
+				return mirror.SetOnDisk(cfg, id, rawURL)
 			})
 		},
 	}
@@ -55,7 +56,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.mirrorAdmin(cmd.OutOrStdout(), "DELETE", id, "", func(cfg *agent.Config) error {
-				return agent.UnsetMirrorOnDisk(cfg, id)
+				return mirror.UnsetOnDisk(cfg, id)
 			})
 		},
 	}
@@ -79,7 +80,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if out.Mirror, err = agent.ReadMirrorStatus(cfg, id); err != nil {
+				if out.Mirror, err = mirror.ReadStatus(cfg, id); err != nil {
 					return fmt.Errorf("mirror status %s: %w", id, err)
 				}
 			case err != nil:
@@ -128,7 +129,7 @@ func newMirrorCmd(g *globals) *cobra.Command {
 				}
 				ctx, cancel := context.WithTimeout(cmd.Context(), wait)
 				defer cancel()
-				out.Push, err = agent.PushMirrorOnDisk(ctx, cfg, id, force)
+				out.Push, err = mirror.PushOnDisk(ctx, cfg, id, force)
 				if err != nil && out.Push.Outcome == "" {
 					return err
 				}
@@ -181,7 +182,7 @@ func (g *globals) mirrorAdmin(w io.Writer, method, id, body string, onDisk func(
 	if err := onDisk(cfg); err != nil {
 		return err
 	}
-	m, err := agent.ReadMirrorStatus(cfg, id)
+	m, err := mirror.ReadStatus(cfg, id)
 	if err != nil {
 		// Set before the first clone: nothing to show yet.
 		fmt.Fprintf(w, "recorded; memfsd uses it from the agent's next start\n")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/daemon"
+	"github.com/memfsd/memfsd/shared"
 )
 
 // newSharedCmd is `memfsd shared attach|detach|list`: the operator's shared
@@ -34,7 +35,7 @@ func newSharedCmd(g *globals) *cobra.Command {
 			if err := agent.ValidateID(id); err != nil {
 				return fmt.Errorf("flag --agent: %w", err)
 			}
-			if _, err := agent.ParseWritePolicy(write); err != nil {
+			if _, err := shared.ParseWritePolicy(write); err != nil {
 				return fmt.Errorf("flag --write: %w", err)
 			}
 			body, _ := json.Marshal(map[string]string{"write": write, "remote_url": remote})
@@ -48,7 +49,7 @@ func newSharedCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				at, err := agent.Attach(cfg, id, agent.Attachment{Name: args[0], Write: agent.WritePolicy(write), RemoteURL: remote})
+				at, err := shared.Attach(cfg, id, shared.Attachment{Name: args[0], Write: shared.WritePolicy(write), RemoteURL: remote})
 				if err != nil {
 					return err
 				}
@@ -78,7 +79,7 @@ func newSharedCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				found, err := agent.Detach(cfg, id, args[0])
+				found, err := shared.Detach(cfg, id, args[0])
 				if err != nil {
 					return err
 				}
@@ -110,7 +111,7 @@ func newSharedCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				list, err := agent.ReadAttachments(cfg, id)
+				list, err := shared.ReadAttachments(cfg, id)
 				if err != nil {
 					return err
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/mirror"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -176,6 +177,12 @@ func (g *globals) allStatuses(id string) ([]agent.Status, []agent.Status, error)
 		st, err := agent.ReadStatus(cfg, x)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %s: %w", x, err)
+		}
+		// The mirror's part of the status, from disk too (package mirror
+		// sits above agent: agent.ReadStatus cannot read it).
+		if m, err := mirror.ReadStatus(cfg, x); err == nil && m != nil {
+			m.Log = nil
+			st.Mirror = m
 		}
 		if daemonRuns {
 			st.State = agent.StateUnmanaged

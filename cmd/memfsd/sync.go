@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memfsd/memfsd/agent"
+	"github.com/memfsd/memfsd/mirror"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -99,6 +100,7 @@ func openAgent(ctx context.Context, cfg *agent.Config, id string) (*agent.Agent,
 	if err != nil {
 		return nil, err
 	}
+	mirror.Attach(a) // no loop without Background: its status, read from disk
 	if err := a.Open(ctx); err != nil {
 		a.Close(ctx)
 		return nil, err
