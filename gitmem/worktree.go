@@ -53,8 +53,10 @@ func wtMode(m filemode.FileMode) worktree.Mode {
 		return worktree.Executable
 	case filemode.Symlink:
 		return worktree.Symlink
+	case filemode.Regular:
+		return worktree.Regular
 	}
-	return worktree.Regular
+	return worktree.Other
 }
 
 func isDirStat(st *syscall.Stat_t) bool {

@@ -64,6 +64,11 @@ const (
 	Regular Mode = iota
 	Executable
 	Symlink
+	// Other is a file git records with a mode of its own (0100664, go-git's
+	// filemode.Deprecated, which an agent's git can make): written as a
+	// Regular file, and never what a read finds, so a file read back from
+	// the folder is never taken for that tree entry.
+	Other
 )
 
 // File is a work file as read: its bytes (a link's target for a Symlink)

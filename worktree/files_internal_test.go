@@ -198,3 +198,29 @@ func TestReplace_BusyFilesShareOneWait(t *testing.T) {
 	}
 	t.Logf("%d busy files replaced in %s", n, took)
 }
+
+// TestPull_OtherModeIsNeverTheFileOnDisk: a tree entry of an odd mode
+// (0100664, made by an agent's git) is never taken for the file read from
+// the folder, whose mode is one of git's three. A pull deleting it leaves
+// it as the agent's write; a pull changing it keeps it merged. (The
+// mapping of every odd mode to Regular made both match, 2026-12-07.)
+func TestPull_OtherModeIsNeverTheFileOnDisk(t *testing.T) {
+	wf := newTestFiles(t)
+	data := []byte("one\ntwo\n")
+	if err := os.WriteFile(filepath.Join(wf.dir.Path(), "odd.md"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := wf.Pull("odd.md", Update{From: blobHash(data), FromMode: Other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Replaced || !got.Kept {
+		t.Fatalf("pull deleting a 100664 entry: %+v; want the file kept as the agent's write", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(wf.dir.Path(), "odd.md")); err != nil || string(b) != string(data) {
+		t.Fatalf("odd.md is %q, %v; want it untouched", b, err)
+	}
+	if (Displaced{Existed: true, Data: data, Mode: Regular}).Is(blobHash(data), Other) {
+		t.Fatal("a Regular file read from the folder is taken for a 100664 entry")
+	}
+}
