@@ -69,7 +69,7 @@ func Attach(a *agent.Agent) *Mirror {
 }
 
 // Of is agent a's mirror: the one attached, else one that knows only
-// what is on disk (no loop).
+// what is on disk and never starts a loop (Set records the URL only).
 func Of(a *agent.Agent) *Mirror {
 	if m, ok := a.Mirror.(*Mirror); ok {
 		return m
@@ -427,7 +427,9 @@ func (mm *Mirror) Set(raw string) error {
 	if err := SetOnDisk(a.Config(), a.ID, u); err != nil {
 		return err
 	}
-	if a.Background {
+	// Only the attached mirror runs a loop: the agent's Close stops that
+	// one, and nothing would stop a loop of one Of made (package doc).
+	if cur, ok := a.Mirror.(*Mirror); a.Background && ok && cur == mm {
 		mm.Stop()
 		mm.Start()
 	}

@@ -137,3 +137,30 @@ func TestMirrorRemote_TokenFilesRotate(t *testing.T) {
 		t.Fatalf("the primary's token went to another host: %q", got)
 	}
 }
+
+// TestOf_DetachedNeverStartsALoop: the Mirror that Of makes for an agent
+// with none attached records the operator's URL and starts no loop, since
+// nothing would stop it (the agent's Close stops only the attached one).
+func TestOf_DetachedNeverStartsALoop(t *testing.T) {
+	t.Parallel()
+	cfg := &agent.Config{Home: t.TempDir(), BaseURL: "https://primary.example.com"}
+	a, err := agent.New(cfg, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Background = true
+	m := Of(a)
+	if err := m.Set("https://mirror.example.com/a1.git"); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	loop := m.loop
+	m.mu.Unlock()
+	if loop != nil {
+		m.Stop()
+		t.Fatal("a mirror no agent holds started a loop")
+	}
+	if u, _ := mirrorURLOf(cfg, "a1"); u != "https://mirror.example.com/a1.git" {
+		t.Fatalf("mirror URL on disk %q, want the one set", u)
+	}
+}
