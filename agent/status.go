@@ -221,8 +221,9 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 }
 
 // ReadStatus reads an agent's status from disk, with no daemon: nothing is
-// cloned, nothing runs.
-func ReadStatus(cfg *Config, id string) (Status, error) {
+// cloned, nothing runs. Each of parts adds to it from the same open
+// repository (the mirror's part: package mirror sits above agent).
+func ReadStatus(cfg *Config, id string, parts ...func(*Agent, *gitmem.Repo, *Status)) (Status, error) {
 	a, err := New(cfg, id)
 	if err != nil {
 		return Status{}, err
@@ -233,5 +234,9 @@ func ReadStatus(cfg *Config, id string) (Status, error) {
 	}
 	defer repo.Close()
 	a.repo = repo
-	return a.readStatus(true), nil // one process, one agent: nothing else waits on it
+	st := a.readStatus(true) // one process, one agent: nothing else waits on it
+	for _, part := range parts {
+		part(a, repo, &st)
+	}
+	return st, nil
 }

@@ -272,6 +272,16 @@ func ReadStatus(cfg *agent.Config, id string) (*agent.MirrorStatus, error) {
 	return &st, nil
 }
 
+// StatusPart adds the mirror's status from disk to an agent's status read
+// by agent.ReadStatus, from the repository it opened (none when the agent
+// has no mirror).
+func StatusPart(a *agent.Agent, repo *gitmem.Repo, st *agent.Status) {
+	if u, source := mirrorURLOf(a.Config(), a.ID); u != "" {
+		m := diskStatus(a, repo, u, source)
+		st.Mirror = &m
+	}
+}
+
 // diskStatus is the mirror's status from the repository and the log.
 func diskStatus(a *agent.Agent, repo *gitmem.Repo, u, source string) agent.MirrorStatus {
 	st := agent.MirrorStatus{URL: agent.RedactURL(u), Source: source, State: StateIdle}

@@ -174,15 +174,14 @@ func (g *globals) allStatuses(id string) ([]agent.Status, []agent.Status, error)
 			}
 			continue
 		}
-		st, err := agent.ReadStatus(cfg, x)
+		// The mirror's part of the status from the same repository
+		// (package mirror sits above agent).
+		st, err := agent.ReadStatus(cfg, x, mirror.StatusPart)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %s: %w", x, err)
 		}
-		// The mirror's part of the status, from disk too (package mirror
-		// sits above agent: agent.ReadStatus cannot read it).
-		if m, err := mirror.ReadStatus(cfg, x); err == nil && m != nil {
-			m.Log = nil
-			st.Mirror = m
+		if st.Mirror != nil {
+			st.Mirror.Log = nil
 		}
 		if daemonRuns {
 			st.State = agent.StateUnmanaged
