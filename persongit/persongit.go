@@ -5,7 +5,7 @@
 // commit and every sync that can move HEAD — all of them, since git's
 // compare-and-swap on HEAD fails whatever files either side touched —
 // until the signs are gone, for at most the wait
-// (agent.Config.PersonGitWait). Writes made meanwhile stay in the work
+// (config.Config.PersonGitWait). Writes made meanwhile stay in the work
 // tree and are committed after the person's commit, on top of it. The
 // .git is the agent's to write, so the wait is bounded and cannot be
 // renewed at will (Wait's budget).
