@@ -3,7 +3,7 @@
 # of each (it must fit its machine: see docs/testing.md, Testing); this script runs
 # them with MEMFSD_SOAK=1, each under its own time bound, and prints a
 # figure line per soak plus the figures the tests log.
-#   scripts/soak.sh              # everything (about 25 minutes on 2 cores)
+#   scripts/soak.sh              # everything (about 16 minutes on 2 cores)
 #   scripts/soak.sh chaos fuzz   # some of them, by name
 #   FUZZTIME=2m scripts/soak.sh fuzz
 # Names: chaos writers scale gitmem history blockset walls e2e-race fuzz. The whole output of each is
