@@ -122,22 +122,11 @@ func TestSharedView_RenameUnderTheLeaseKeepsTheOtherAgentsEdit(t *testing.T) {
 	u, clone, view := sharedUnitWithView(t, map[string]string{"f.md": given}, renameOnce(t, "f.md", given+"agent-0\n", renamed))
 
 	// The other agent's tool edit: committed, then copied into w's view.
-	oldStr, newStr := "top 0\n", "top 1\n"
-	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", shared.WriteAllow)
-	if err != nil || res.IsError {
-		t.Fatalf("o's edit: %v %s", err, res.Content)
-	}
+	editTopAsO(t, u)
 	waitDone(t, renamed)
 	u.ViewChanged("w", "f.md") // the watcher's event for the rename
 
-	var tip string
-	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
-		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
-		return strings.Contains(tip, "agent-0")
-	})
-	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
-		t.Fatalf("shared f.md = %q, want %q: w's write undid o's edit", tip, want)
-	}
+	tip := waitBothEdits(t, clone)
 	poll(t, 20*time.Second, "w's view brought to the merge", func() bool {
 		data, _ := os.ReadFile(filepath.Join(view, "f.md"))
 		return string(data) == tip+"\n"
@@ -163,11 +152,7 @@ func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) 
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // the file system's clock moves on (it ticks in milliseconds)
-	oldStr, newStr := "top 0\n", "top 1\n"
-	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", shared.WriteAllow)
-	if err != nil || res.IsError {
-		t.Fatalf("o's edit: %v %s", err, res.Content)
-	}
+	editTopAsO(t, u)
 	poll(t, 20*time.Second, "o's edit copied into w's view", func() bool {
 		data, _ := os.ReadFile(filepath.Join(view, "f.md"))
 		return string(data) == "top 1\n\nThe agent's lines:\n"
@@ -176,14 +161,7 @@ func TestSharedView_RenameOfAnOlderVersionKeepsTheOtherAgentsEdit(t *testing.T) 
 		t.Fatal(err)
 	}
 	u.ViewChanged("w", "f.md") // the watcher's event for the rename
-	var tip string
-	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
-		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
-		return strings.Contains(tip, "agent-0")
-	})
-	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
-		t.Fatalf("shared f.md = %q, want %q: w's write undid o's edit", tip, want)
-	}
+	tip := waitBothEdits(t, clone)
 	// A later write of the agent's, made from the merged version, is
 	// merged against that version as before: its deletion of o's line
 	// stands.
@@ -237,6 +215,32 @@ func TestSharedView_RenameUnderTheLeaseSurvivesARemoval(t *testing.T) {
 			t.Fatalf("left in the view: %s", e.Name())
 		}
 	}
+}
+
+// editTopAsO is the other agent o's tool edit of the shared f.md: its
+// "top 0" becomes "top 1".
+func editTopAsO(t *testing.T, u *shared.Unit) {
+	t.Helper()
+	oldStr, newStr := "top 0\n", "top 1\n"
+	res, err := u.SharedCall(memtool.Call{Input: memtool.Input{Command: "str_replace", Path: "/memories/f.md", OldStr: &oldStr, NewStr: &newStr}}, "o", shared.WriteAllow)
+	if err != nil || res.IsError {
+		t.Fatalf("o's edit: %v %s", err, res.Content)
+	}
+}
+
+// waitBothEdits waits for w's line on the shared branch and is the shared
+// f.md then, which must hold o's edit too.
+func waitBothEdits(t *testing.T, clone string) string {
+	t.Helper()
+	var tip string
+	poll(t, 20*time.Second, "w's line on the shared branch", func() bool {
+		tip = testgit.Run(t, clone, "show", "HEAD:f.md")
+		return strings.Contains(tip, "agent-0")
+	})
+	if want := "top 1\n\nThe agent's lines:\nagent-0"; tip != want {
+		t.Fatalf("shared f.md = %q, want %q: w's write undid o's edit", tip, want)
+	}
+	return tip
 }
 
 // poll waits until cond holds, failing the test after d.
