@@ -124,8 +124,12 @@ func (d *Daemon) openAgentSocket(id string) {
 }
 
 // CloseSockets stops the agents' own sockets: no new connections, requests
-// in flight get until ctx ends, then the socket files are removed. No
-// socket is opened after it.
+// in flight get until ctx ends, then the connections are cut, and the
+// socket files are removed. The MCP hosts end their sessions and streams
+// at the same time (a stream would hold the socket's shutdown; a client
+// that does not read would hold its write until the connection is cut).
+// It returns by ctx's end whatever a client does. No socket is opened
+// after it.
 func (d *Daemon) CloseSockets(ctx context.Context) {
 	d.mu.Lock()
 	d.socks.closed = true
@@ -135,12 +139,10 @@ func (d *Daemon) CloseSockets(ctx context.Context) {
 	d.socks.hosts = nil
 	d.mu.Unlock()
 	var wg sync.WaitGroup
-	// MCP sessions first: their event streams would hold the shutdown.
 	for _, h := range hosts {
 		wg.Add(1)
 		go func() { defer wg.Done(); h.Close() }()
 	}
-	wg.Wait()
 	for _, srv := range servers {
 		wg.Add(1)
 		go func() {
@@ -150,6 +152,11 @@ func (d *Daemon) CloseSockets(ctx context.Context) {
 			}
 		}()
 	}
-	wg.Wait()
-	d.socks.wg.Wait()
+	if !waitOrDone(ctx, wg.Wait) {
+		for _, srv := range servers {
+			srv.Close()
+		}
+		d.log.Warn("agent sockets: shutdown bound reached with MCP sessions still ending; going on without them")
+	}
+	waitOrDone(ctx, d.socks.wg.Wait)
 }

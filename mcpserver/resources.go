@@ -142,18 +142,20 @@ func (h *Host) watchLoop() {
 	}
 }
 
-// checkChanges compares HEAD's files with the last check: new files are
-// added to every session's resources, removed ones taken away, and the
-// sessions subscribed to a changed, added or removed file (or to the
-// context) are told.
+// checkChanges compares HEAD's files with the last check and hands what
+// changed to every held server's notifier: new files are added to its
+// resources, removed ones taken away, and its sessions subscribed to a
+// changed, added or removed file (or to the context) are told. It never
+// writes to a client itself: a client that does not read holds its own
+// notifier only (until WriteTimeout drops it), never this loop.
 func (h *Host) checkChanges() {
 	head, list, err := h.a.Files()
 	if err != nil {
 		return // not cloned yet: the next check
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if head == h.head && h.files != nil {
-		h.mu.Unlock()
 		return
 	}
 	prev := h.files
@@ -162,52 +164,121 @@ func (h *Host) checkChanges() {
 		files[f.Path] = f.Blob
 	}
 	h.files, h.head = files, head
-	servers := make([]*mcp.Server, 0, len(h.servers))
-	for s := range h.servers {
-		servers = append(servers, s)
-	}
-	h.mu.Unlock()
 	if prev == nil {
 		return // the first look: nothing to compare with
 	}
-	var added, removed, changed []string
+	var uris []string
+	var added, changed, removed int
 	for p, b := range files {
 		old, ok := prev[p]
 		switch {
 		case !ok:
-			added = append(added, p)
+			added++
 		case old != b:
-			changed = append(changed, p)
+			changed++
+		default:
+			continue
 		}
+		uris = append(uris, FileURI(p))
 	}
 	for p := range prev {
 		if _, ok := files[p]; !ok {
-			removed = append(removed, p)
+			removed++
+			uris = append(uris, FileURI(p))
 		}
 	}
-	if len(added)+len(removed)+len(changed) == 0 {
+	if len(uris) == 0 {
 		return
 	}
-	uris := make([]string, 0, len(removed))
-	for _, p := range removed {
-		uris = append(uris, FileURI(p))
+	for _, f := range contextFormats {
+		uris = append(uris, contextURI(f))
 	}
-	ctx := h.ctx
-	for _, s := range servers {
-		for _, p := range added {
-			s.AddResource(h.fileResource(p), h.readFile)
+	for _, hd := range h.servers {
+		hd.queue(uris)
+	}
+	h.log.Debug("memory files changed", "added", added, "changed", changed, "removed", removed)
+}
+
+// held is a server the host keeps in step with the files: how many hold
+// it, and its notifier's coalescing queue (the URIs to tell, and a wake-up
+// that never blocks the sender), drained by notify.
+type held struct {
+	n     int
+	srv   *mcp.Server
+	known map[string]string // the files its resources list (h.files at some check)
+	// pending are the URIs to tell, each once however often it changed
+	// meanwhile; order is the order first seen. h.mu guards them.
+	pending []string
+	queued  map[string]bool
+	wake    chan struct{} // buffered 1
+	stop    chan struct{} // closed at the last release
+}
+
+// queue adds uris to the notifier's pending set and wakes it; h.mu is held.
+func (hd *held) queue(uris []string) {
+	if hd.queued == nil {
+		hd.queued = map[string]bool{}
+	}
+	for _, u := range uris {
+		if !hd.queued[u] {
+			hd.queued[u] = true
+			hd.pending = append(hd.pending, u)
 		}
-		if len(uris) > 0 {
-			s.RemoveResources(uris...)
+	}
+	select {
+	case hd.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notify is hd's notifier: on each wake-up its resources are brought to the
+// files now and its subscribed sessions told of what is pending. A write
+// to a client is bounded by WriteTimeout (a client not reading is dropped).
+func (h *Host) notify(hd *held) {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-hd.stop:
+			return
+		case <-hd.wake:
 		}
-		for _, group := range [][]string{added, changed, removed} {
-			for _, p := range group {
-				s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: FileURI(p)})
+		h.mu.Lock()
+		now, uris := h.files, hd.pending
+		hd.pending, hd.queued = nil, nil
+		h.mu.Unlock()
+		if now != nil {
+			h.syncResources(hd, now)
+		}
+		for _, u := range uris {
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-hd.stop:
+				return
+			default:
 			}
-		}
-		for _, f := range contextFormats {
-			s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: contextURI(f)})
+			hd.srv.ResourceUpdated(h.ctx, &mcp.ResourceUpdatedNotificationParams{URI: u})
 		}
 	}
-	h.log.Debug("memory files changed", "added", len(added), "changed", len(changed), "removed", len(removed))
+}
+
+// syncResources brings hd's resources from the files it lists to now.
+func (h *Host) syncResources(hd *held, now map[string]string) {
+	var gone []string
+	for p := range hd.known {
+		if _, ok := now[p]; !ok {
+			gone = append(gone, FileURI(p))
+		}
+	}
+	if len(gone) > 0 {
+		hd.srv.RemoveResources(gone...)
+	}
+	for p := range now {
+		if _, ok := hd.known[p]; !ok {
+			hd.srv.AddResource(h.fileResource(p), h.readFile)
+		}
+	}
+	hd.known = now
 }

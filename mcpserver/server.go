@@ -48,6 +48,12 @@ type Options struct {
 	SyncWait     time.Duration
 	PollInterval time.Duration
 	PageSize     int
+	// MaxSessions, SessionIdle, MaxSubscriptions and WriteTimeout bound
+	// what the agent's MCP clients make the host hold (bounds.go).
+	MaxSessions      int
+	SessionIdle      time.Duration
+	MaxSubscriptions int
+	WriteTimeout     time.Duration
 	// ExtraReminders, when set, adds reminders to the agent's own (the
 	// daemon's shared repositories).
 	ExtraReminders func() []reminders.Reminder
@@ -74,17 +80,23 @@ type Host struct {
 	mu    sync.Mutex
 	dirty bool // writes made through MCP and not pushed yet
 	// servers are the session servers kept in step with the files (told
-	// of changes), each with how many holds it has: its session's (a
-	// stdio session, an initialised HTTP session) and each listen stream
-	// of a 2026-07-28 client. The streamable HTTP handler makes a server
-	// for every request it looks at; one nobody holds is not kept.
-	servers map[*mcp.Server]int
+	// of changes), each with how many holds it has (its session's: a
+	// stdio session, an HTTP session; and each subscription of a
+	// 2026-07-28 client's listen stream) and its notifier. The streamable
+	// HTTP handler makes a server for every session; one nobody holds is
+	// not kept.
+	servers map[*mcp.Server]*held
 	shared  map[memtool.Dialect]*mcp.Server // sharedServer's, by dialect
-	// sessions are the HTTP sessions open: Close ends them (their SSE
-	// streams would otherwise hold the socket's shutdown).
-	sessions map[*mcp.ServerSession]bool
-	files    map[string]string // path → blob at the last check
-	head     string
+	// httpSessions are the HTTP sessions open, by id: at most
+	// MaxSessions with starting (initialize requests being served);
+	// Close ends them (their streams would otherwise hold the socket's
+	// shutdown).
+	httpSessions map[string]*httpSession
+	starting     int
+	stateless    int                                    // session-less requests in flight
+	subs         map[*mcp.ServerSession]map[string]bool // subscriptions, by session
+	files        map[string]string                      // path → blob at the last check
+	head         string
 }
 
 // NewHost makes the MCP host of a and starts its loops.
@@ -104,6 +116,18 @@ func NewHost(a *agent.Agent, opts Options) *Host {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.MaxSubscriptions <= 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -111,15 +135,16 @@ func NewHost(a *agent.Agent, opts Options) *Host {
 		opts.Version = "dev"
 	}
 	h := &Host{
-		a:        a,
-		opts:     opts,
-		log:      opts.Logger.With("agent", a.ID, "unit", "mcp"),
-		calls:    make(chan struct{}, 1),
-		pushNow:  make(chan struct{}, 1),
-		changed:  make(chan struct{}, 1),
-		servers:  map[*mcp.Server]int{},
-		shared:   map[memtool.Dialect]*mcp.Server{},
-		sessions: map[*mcp.ServerSession]bool{},
+		a:            a,
+		opts:         opts,
+		log:          opts.Logger.With("agent", a.ID, "unit", "mcp"),
+		calls:        make(chan struct{}, 1),
+		pushNow:      make(chan struct{}, 1),
+		changed:      make(chan struct{}, 1),
+		servers:      map[*mcp.Server]*held{},
+		shared:       map[memtool.Dialect]*mcp.Server{},
+		httpSessions: map[string]*httpSession{},
+		subs:         map[*mcp.ServerSession]map[string]bool{},
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.wg.Add(2)
@@ -128,18 +153,20 @@ func NewHost(a *agent.Agent, opts Options) *Host {
 	return h
 }
 
-// Close ends the host's HTTP sessions, stops its loops and waits for them.
-// What is not pushed yet is the agent's to push (its Close pushes once).
+// Close ends the host's HTTP requests in flight and its sessions, stops
+// its loops and waits for them. What is not pushed yet is the agent's to
+// push (its Close pushes once). A session's end waits for its tool calls
+// in flight: that is not waited for here.
 func (h *Host) Close() {
 	h.cancel()
 	h.mu.Lock()
-	sessions := make([]*mcp.ServerSession, 0, len(h.sessions))
-	for ss := range h.sessions {
-		sessions = append(sessions, ss)
+	sessions := make([]*mcp.ServerSession, 0, len(h.httpSessions))
+	for _, s := range h.httpSessions {
+		sessions = append(sessions, s.ss)
 	}
 	h.mu.Unlock()
 	for _, ss := range sessions {
-		ss.Close()
+		go ss.Close()
 	}
 	h.wg.Wait()
 }
@@ -162,8 +189,11 @@ func (h *Host) Run(ctx context.Context, t mcp.Transport) error {
 // the SDK's look at a request of an open session (whose own server
 // answers it). Making a server (tools, schemas, a resource per file) for
 // each of those requests was most of a forwarded call's cost.
+//
+// The host bounds what the requests make (bounds.go): sessions, requests
+// without one, subscriptions, and each write to the client.
 func (h *Host) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		// ?dialect=letta-code picks the session's memory tool dialect.
 		d, err := memtool.ParseDialect(r.URL.Query().Get("dialect"))
 		if err != nil || d == "" {
@@ -172,14 +202,22 @@ func (h *Host) Handler() http.Handler {
 		if r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
 			return h.sharedServer(d)
 		}
+		// A request that starts a session: the SDK asks twice, one server.
+		if rs, ok := r.Context().Value(reqServerKey{}).(*reqServer); ok {
+			if rs.srv == nil {
+				rs.srv, rs.files = h.newServer(d)
+			}
+			return rs.srv
+		}
 		srv, _ := h.newServer(d)
 		return srv
 	}, &mcp.StreamableHTTPOptions{
 		Logger: h.sdkLog(),
-		// A session nobody ends (a client gone without DELETE) is dropped
-		// after this, and what it wrote pushed.
-		SessionTimeout: 30 * time.Minute,
+		// No SessionTimeout: the SDK's counts only POSTs, and would end a
+		// session whose stream is open; the host ends a session after
+		// SessionIdle with no request in flight (reapIdle).
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveHTTP(sdk, w, r) })
 }
 
 // statelessVersion is the first MCP version without sessions (SEP-2575):
@@ -233,49 +271,25 @@ func (h *Host) newServer(dialect memtool.Dialect) (*mcp.Server, map[string]strin
 		// subscription (a subscriptions/listen stream, no initialised
 		// session) holds the server while the stream is open; a session's
 		// subscriptions end with the session, which holds it already.
+		// A session's subscriptions are bounded (MaxSubscriptions).
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			if err := h.subscribe(req.Session, req.Params.URI); err != nil {
+				return err
+			}
 			if req.Session.InitializeParams() == nil {
 				h.hold(srv, files)
 			}
 			return nil
 		},
 		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			h.unsubscribe(req.Session, req.Params.URI)
 			if req.Session.InitializeParams() == nil {
 				h.release(srv)
 			}
 			return nil
 		},
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			// A streamable HTTP session ends when its client deletes it or
-			// it times out: then push what it wrote.
-			ss := req.Session
-			h.mu.Lock()
-			if h.ctx.Err() != nil {
-				h.mu.Unlock()
-				return
-			}
-			h.sessions[ss] = true
-			h.wg.Add(1)
-			h.mu.Unlock()
-			h.hold(srv, files)
-			go func() {
-				defer h.wg.Done()
-				defer func() {
-					h.mu.Lock()
-					delete(h.sessions, ss)
-					h.mu.Unlock()
-				}()
-				done := make(chan struct{})
-				go func() { ss.Wait(); close(done) }()
-				select {
-				case <-done:
-					h.release(srv)
-					h.sessionEnded()
-				case <-h.ctx.Done():
-					h.release(srv)
-				}
-			}()
-		},
+		// An HTTP session is held from its initialize on (sessionStarted);
+		// a stdio one by Run.
 	})
 	s := &session{h: h, dialect: dialect}
 	s.addTools(srv)
@@ -294,39 +308,36 @@ func (h *Host) newServer(dialect memtool.Dialect) (*mcp.Server, map[string]strin
 }
 
 // hold keeps srv in step with the files (and tells it of changes) until
-// as many releases. The first hold brings its resources from files (the
-// ones it was made with) to the files now.
+// as many releases. The first hold starts its notifier, which brings its
+// resources from files (the ones it was made with) to the files now.
 func (h *Host) hold(srv *mcp.Server, files map[string]string) {
 	h.mu.Lock()
-	h.servers[srv]++
-	first := h.servers[srv] == 1
-	now := h.files
-	h.mu.Unlock()
-	if !first || now == nil {
+	defer h.mu.Unlock()
+	if hd := h.servers[srv]; hd != nil {
+		hd.n++
 		return
 	}
-	var gone []string
-	for p := range files {
-		if _, ok := now[p]; !ok {
-			gone = append(gone, FileURI(p))
-		}
+	if h.ctx.Err() != nil {
+		return
 	}
-	if len(gone) > 0 {
-		srv.RemoveResources(gone...)
-	}
-	for p := range now {
-		if _, ok := files[p]; !ok {
-			srv.AddResource(h.fileResource(p), h.readFile)
-		}
-	}
+	hd := &held{n: 1, srv: srv, known: files, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	h.servers[srv] = hd
+	hd.wake <- struct{}{}
+	h.wg.Add(1)
+	go h.notify(hd)
 }
 
 // release undoes one hold: a server nobody holds gets no more updates.
 func (h *Host) release(srv *mcp.Server) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.servers[srv]--; h.servers[srv] <= 0 {
+	hd := h.servers[srv]
+	if hd == nil {
+		return
+	}
+	if hd.n--; hd.n <= 0 {
 		delete(h.servers, srv)
+		close(hd.stop)
 	}
 }
 
@@ -363,10 +374,14 @@ func (h *Host) pushLoop() {
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
+	reap := time.NewTicker(max(h.opts.SessionIdle/4, 10*time.Millisecond))
+	defer reap.Stop()
 	for {
 		select {
 		case <-h.ctx.Done():
 			return
+		case <-reap.C:
+			h.reapIdle()
 		case <-h.calls:
 			idle.Reset(h.opts.PushIdle)
 		case <-idle.C:

@@ -20,6 +20,17 @@ import (
 	"github.com/memfsd/memfsd/mcpserver"
 )
 
+// connCutWait is how long requests in flight get at shutdown before their
+// connections are cut.
+const connCutWait = 2 * time.Second
+
+// shutdownMargin is how much of --shutdown-timeout is kept for the exit
+// itself: the shutdown's work is bounded by the rest, and the process
+// exits at the timeout whatever still runs.
+func shutdownMargin(timeout time.Duration) time.Duration {
+	return min(timeout/10, 500*time.Millisecond)
+}
+
 // repeatSignalGrace: a SIGTERM or SIGINT this soon after the first is a
 // duplicate (a supervisor's, or a double Ctrl-C), not a request to abort.
 const repeatSignalGrace = 2 * time.Second
@@ -32,6 +43,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		shutdownTimeout time.Duration
 		insecureListen  bool
 		mcpPushIdle     time.Duration
+		mcpBounds       mcpserver.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--agent ID]...",
@@ -40,9 +52,10 @@ func newRunCmd(g *globals) *cobra.Command {
 			"PUT /v1/agents/{id}: clone or pull at start, a commit per settled write, a push per turn.\n" +
 			"Each agent also gets its own socket, <home>/agents/<id>/memfsd.sock, serving only its\n" +
 			"routes: the one to give that agent.\n" +
-			"SIGTERM commits pending writes and pushes (bounded by --shutdown-timeout); a second\n" +
-			"signal aborts that push, unless it comes within 2 s of the first (then it is ignored:\n" +
-			"supervisors often send two at once). Exit 0 after a clean shutdown.",
+			"SIGTERM cuts the connections, commits pending writes and pushes; the process exits\n" +
+			"within --shutdown-timeout of the signal whatever clients do. A second signal exits at\n" +
+			"once, unless it comes within 2 s of the first (then it is ignored: supervisors often\n" +
+			"send two at once). Exit 0 after a clean shutdown.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.config()
@@ -68,6 +81,24 @@ func newRunCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("flag --mcp-push-idle: must be positive, got %s", mcpPushIdle)
 			}
 			d.MCP.PushIdle = mcpPushIdle
+			for _, b := range []struct {
+				flag string
+				ok   bool
+			}{
+				{"--mcp-max-sessions", mcpBounds.MaxSessions > 0},
+				{"--mcp-session-idle", mcpBounds.SessionIdle > 0},
+				{"--mcp-max-subscriptions", mcpBounds.MaxSubscriptions > 0},
+				{"--mcp-write-timeout", mcpBounds.WriteTimeout > 0},
+			} {
+				if !b.ok {
+					return fmt.Errorf("flag %s: must be positive", b.flag)
+				}
+			}
+			d.MCP.MaxSessions, d.MCP.SessionIdle = mcpBounds.MaxSessions, mcpBounds.SessionIdle
+			d.MCP.MaxSubscriptions, d.MCP.WriteTimeout = mcpBounds.MaxSubscriptions, mcpBounds.WriteTimeout
+			if shutdownTimeout <= 0 {
+				return fmt.Errorf("flag --shutdown-timeout: must be positive, got %s", shutdownTimeout)
+			}
 			for _, id := range agents {
 				if err := agent.ValidateID(id); err != nil {
 					return fmt.Errorf("flag --agent: %w", err)
@@ -174,42 +205,52 @@ func newRunCmd(g *globals) *cobra.Command {
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			sig := <-sigs
 			first := time.Now()
-			cfg.Logger.Info("shutting down: committing and pushing", "signal", sig.String(), "timeout", shutdownTimeout)
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			cfg.Logger.Info("shutting down: cutting connections, committing and pushing", "signal", sig.String(), "timeout", shutdownTimeout)
+			// --shutdown-timeout holds from the signal to the exit: the
+			// work below is bounded a little inside it, and past it the
+			// process exits whatever still runs.
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout-shutdownMargin(shutdownTimeout))
 			defer cancel()
+			watchdog := time.AfterFunc(shutdownTimeout, func() {
+				cfg.Logger.Error("shutdown timeout reached with the shutdown still running: exiting now (commits not pushed stay local for the next start)", "timeout", shutdownTimeout)
+				os.Exit(1)
+			})
+			defer watchdog.Stop()
 			go func() {
-				for {
-					select {
-					case s := <-sigs:
-						// A supervisor (or a person's double Ctrl-C) often
-						// sends two at once: only one sent on purpose,
-						// later, aborts the push (issue 28).
-						if since := time.Since(first); since < repeatSignalGrace {
-							cfg.Logger.Info("signal ignored: it came within 2 s of the first; the final push goes on (send it again later to abort it)", "signal", s.String(), "after", since.Round(time.Millisecond))
-							continue
-						}
-						cfg.Logger.Warn("second signal: aborting the final push", "signal", s.String())
-						cancel()
-						return
-					case <-ctx.Done():
-						return
+				for s := range sigs {
+					// A supervisor (or a person's double Ctrl-C) often
+					// sends two at once: only one sent on purpose, later,
+					// aborts the shutdown (issue 28).
+					if since := time.Since(first); since < repeatSignalGrace {
+						cfg.Logger.Info("signal ignored: it came within 2 s of the first; the final push goes on (send it again later to abort it)", "signal", s.String(), "after", since.Round(time.Millisecond))
+						continue
 					}
+					cfg.Logger.Warn("second signal: aborting the final push and exiting now (commits not pushed stay local for the next start)", "signal", s.String())
+					cancel()
+					os.Exit(1)
 				}
 			}()
-			// Stop accepting first, so no request reaches a closing agent;
-			// requests in flight get a moment, then are cut.
-			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			// Cut the connections first, so no request reaches a closing
+			// agent and no client holds the shutdown: requests in flight
+			// get a moment, then the connections are closed (an MCP
+			// client that does not read included).
+			sctx, scancel := context.WithTimeout(ctx, connCutWait)
 			var stopped sync.WaitGroup
 			stopped.Add(1)
 			go func() { defer stopped.Done(); d.CloseSockets(sctx) }()
 			for _, srv := range servers {
-				if err := srv.Shutdown(sctx); err != nil {
-					srv.Close()
-				}
+				stopped.Add(1)
+				go func() {
+					defer stopped.Done()
+					if err := srv.Shutdown(sctx); err != nil {
+						srv.Close()
+					}
+				}()
 			}
 			stopped.Wait()
 			scancel()
 			served.Wait()
+			// Every agent's final commit and push, in what is left.
 			d.Close(ctx)
 			cfg.Logger.Info("stopped")
 			return nil
@@ -220,7 +261,11 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.DurationVar(&debounce, "debounce", daemon.DefaultDebounce, "quiet time after a write before it is committed (env MEMFSD_DEBOUNCE)")
 	f.DurationVar(&mcpPushIdle, "mcp-push-idle", mcpserver.DefaultPushIdle, "MCP sessions on the agents' sockets (/mcp): push this long after the last tool call (env MEMFSD_MCP_PUSH_IDLE)")
 	f.DurationVar(&pullInterval, "pull-interval", 0, "fetch operators' changes between turns every this long; 0 = off (env MEMFSD_PULL_INTERVAL)")
-	f.DurationVar(&shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "bound on the final commit and push at SIGTERM (env MEMFSD_SHUTDOWN_TIMEOUT)")
+	f.IntVar(&mcpBounds.MaxSessions, "mcp-max-sessions", mcpserver.DefaultMaxSessions, "MCP on the agents' sockets: sessions one agent may have open (and session-less requests in flight); past it a new one is answered 429 (env MEMFSD_MCP_MAX_SESSIONS)")
+	f.DurationVar(&mcpBounds.SessionIdle, "mcp-session-idle", mcpserver.DefaultSessionIdle, "MCP on the agents' sockets: a session with no request in flight (an open stream is one) this long is ended (env MEMFSD_MCP_SESSION_IDLE)")
+	f.IntVar(&mcpBounds.MaxSubscriptions, "mcp-max-subscriptions", mcpserver.DefaultMaxSubscriptions, "MCP on the agents' sockets: resources one session may subscribe to (env MEMFSD_MCP_MAX_SUBSCRIPTIONS)")
+	f.DurationVar(&mcpBounds.WriteTimeout, "mcp-write-timeout", mcpserver.DefaultWriteTimeout, "MCP on the agents' sockets: bound on each write to a client; a client that does not read within it is dropped (env MEMFSD_MCP_WRITE_TIMEOUT)")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "bound from SIGTERM to exit: connections cut, every agent's final commit and push (env MEMFSD_SHUTDOWN_TIMEOUT)")
 	f.BoolVar(&insecureListen, "insecure-listen", false, "allow a TCP --listen other than loopback without --listen-token-file, a TCP --admin-listen without --admin-listen-token-file: anyone who reaches it reads and writes every agent's memory (env MEMFSD_INSECURE_LISTEN)")
 	return cmd
 }
