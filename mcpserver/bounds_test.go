@@ -1,0 +1,95 @@
+package mcpserver_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memfsd/memfsd/mcpserver"
+)
+
+// httpClient connects a Go SDK client to url; stream: with its GET stream
+// open (the SDK's default).
+func httpClient(t *testing.T, url string, stream bool) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bounds", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: !stream, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// TestHTTP_SubscriptionsBounded: a session subscribes to at most
+// MaxSubscriptions resources (the refusal names the flag and the context
+// URI as the way out); subscribing again to one it has costs nothing, an
+// unsubscribe makes room, and a URI that is not a memory resource is
+// refused.
+func TestHTTP_SubscriptionsBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, mcpserver.Options{PushIdle: time.Hour, MaxSubscriptions: 3}, 0)
+	ts := httptest.NewServer(r.host.Handler())
+	t.Cleanup(ts.Close)
+	cs, err := httpClient(t, ts.URL, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sub := func(uri string) error { return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) }
+	for _, uri := range []string{"memory:///a.md", "memory:///b.md", mcpserver.ContextURI, "memory:///a.md"} {
+		if err := sub(uri); err != nil {
+			t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	err = sub("memory:///c.md")
+	if err == nil || !strings.Contains(err.Error(), "--mcp-max-subscriptions") || !strings.Contains(err.Error(), mcpserver.ContextURI) {
+		t.Fatalf("a fourth subscription: %v", err)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "memory:///b.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub("memory:///c.md"); err != nil {
+		t.Fatalf("subscribe after an unsubscribe: %v", err)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "memory:///c.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub("file:///etc/passwd"); err == nil || !strings.Contains(err.Error(), "not a memory resource") {
+		t.Fatalf("subscribe to a URI that is not memory's: %v", err)
+	}
+}
+
+// TestHTTP_IdleSessionsEnd: past MaxSessions a new session is refused
+// (429); a session with no
+// request for SessionIdle is ended, which makes room, but one whose GET
+// stream is open is not idle.
+func TestHTTP_IdleSessionsEnd(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, mcpserver.Options{PushIdle: time.Hour, MaxSessions: 2, SessionIdle: 400 * time.Millisecond}, 0)
+	ts := httptest.NewServer(r.host.Handler())
+	t.Cleanup(ts.Close)
+	streaming, err := httpClient(t, ts.URL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpClient(t, ts.URL, false); err != nil {
+		t.Fatal(err)
+	}
+	// The SDK's client takes 429 for a transient error and does not read
+	// the body (cmd/memfsd's TestMCP_SessionsBoundedPerAgent reads it).
+	if _, err := httpClient(t, ts.URL, false); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("a third session with MaxSessions 2: %v", err)
+	}
+	waitFor(t, "the idle session ended, making room", func() bool {
+		_, err := httpClient(t, ts.URL, false)
+		return err == nil
+	})
+	time.Sleep(time.Second)
+	if _, err := streaming.ListResources(context.Background(), nil); err != nil {
+		t.Fatalf("the session with its stream open was ended: %v", err)
+	}
+}
