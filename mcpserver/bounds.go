@@ -63,9 +63,6 @@ type reqServerKey struct{}
 func (h *Host) serveHTTP(sdk http.Handler, w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	// Close ends every request in flight (streams would hold the socket's
-	// shutdown otherwise).
-	defer context.AfterFunc(h.ctx, cancel)()
 	id := r.Header.Get("Mcp-Session-Id")
 	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout}
 	dw.onFail = func(err error) {
@@ -74,6 +71,13 @@ func (h *Host) serveHTTP(sdk http.Handler, w http.ResponseWriter, r *http.Reques
 			h.dropSession(id, err)
 		}
 	}
+	// Close ends every request in flight (streams would hold the socket's
+	// shutdown otherwise), a write blocked on a client that does not read
+	// included: its deadline becomes now.
+	defer context.AfterFunc(h.ctx, func() {
+		cancel()
+		_ = dw.rc.SetWriteDeadline(time.Now())
+	})()
 	switch {
 	case id != "":
 		if s := h.enterSession(id); s != nil {
@@ -190,6 +194,9 @@ func (h *Host) leaveSession(s *httpSession) {
 // dropSession ends session id: its client did not take a write within
 // WriteTimeout.
 func (h *Host) dropSession(id string, err error) {
+	if h.ctx.Err() != nil {
+		return // Close ends the sessions
+	}
 	h.mu.Lock()
 	s := h.httpSessions[id]
 	h.mu.Unlock()

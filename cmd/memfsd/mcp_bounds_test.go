@@ -338,7 +338,9 @@ func TestRun_ShutdownBoundedWithNonReader(t *testing.T) {
 	setup := func(t *testing.T, id, timeout string) (*gitserver.Server, string, *proc) {
 		srv := gitserver.New(t, token)
 		home := filepath.Join(t.TempDir(), "home")
-		p := startDaemon(t, srv, home, "--agent", id, "--agent", id+"-b", "--shutdown-timeout", timeout)
+		// --mcp-write-timeout 1h: the write to the non-reader is still
+		// blocked at SIGTERM (the shutdown must cut it, not wait it out).
+		p := startDaemon(t, srv, home, "--agent", id, "--agent", id+"-b", "--shutdown-timeout", timeout, "--mcp-write-timeout", "1h")
 		setUpNonReader(t, home, id)
 		// Fill the non-reader's buffers: enough rounds that, before issue
 		// 38, the watch loop is blocked on it.
@@ -360,6 +362,9 @@ func TestRun_ShutdownBoundedWithNonReader(t *testing.T) {
 				out, _ := gitTry(memDir(home, a), "log", "-1", "--format=%s")
 				return strings.Contains(out, "last-words.md")
 			})
+		}
+		if strings.Contains(p.logs.String(), "MCP client not reading") {
+			t.Fatal("the non-reader was dropped before SIGTERM")
 		}
 		return srv, home, p
 	}
