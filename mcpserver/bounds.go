@@ -31,6 +31,9 @@ const (
 	// DefaultWriteTimeout bounds each write to a client (an event of its
 	// stream, an answer): a client that does not read within it is dropped.
 	DefaultWriteTimeout = 10 * time.Second
+	// maxSessionRequests is how many requests one session may have in
+	// flight (its GET stream is one); past it a request is answered 429.
+	maxSessionRequests = 16
 	// maxSubscribeURI is the longest URI a subscription may name.
 	maxSubscribeURI = 4096
 )
@@ -80,7 +83,12 @@ func (h *Host) serveHTTP(sdk http.Handler, w http.ResponseWriter, r *http.Reques
 	})()
 	switch {
 	case id != "":
-		if s := h.enterSession(id); s != nil {
+		s, n, ok := h.enterSession(id)
+		if !ok {
+			h.refuse(w, r, fmt.Sprintf("mcp request: this session of agent %s has %d requests in flight (its GET stream included), the most one session may; wait for an answer before sending more", h.a.ID, n))
+			return
+		}
+		if s != nil {
 			defer h.leaveSession(s)
 		}
 	case r.Header.Get("Mcp-Protocol-Version") >= statelessVersion:
@@ -173,15 +181,20 @@ func (h *Host) sessionStarted(rs *reqServer) {
 }
 
 // enterSession notes a request of session id (nil: not one the host
-// tracks; the SDK answers it).
-func (h *Host) enterSession(id string) *httpSession {
+// tracks; the SDK answers it); false past maxSessionRequests in flight,
+// with how many are.
+func (h *Host) enterSession(id string) (*httpSession, int, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.httpSessions[id]
-	if s != nil {
-		s.inflight++
+	if s == nil {
+		return nil, 0, true
 	}
-	return s
+	if s.inflight >= maxSessionRequests {
+		return nil, s.inflight, false
+	}
+	s.inflight++
+	return s, 0, true
 }
 
 func (h *Host) leaveSession(s *httpSession) {

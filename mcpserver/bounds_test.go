@@ -2,13 +2,19 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/mcpserver"
 )
 
@@ -91,5 +97,68 @@ func TestHTTP_IdleSessionsEnd(t *testing.T) {
 	time.Sleep(time.Second)
 	if _, err := streaming.ListResources(context.Background(), nil); err != nil {
 		t.Fatalf("the session with its stream open was ended: %v", err)
+	}
+}
+
+// post sends one JSON-RPC message to url (sid: the session's) and reads
+// the whole answer.
+func post(t *testing.T, url, sid, body string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, nil, ""
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(data)
+}
+
+// TestHTTP_SessionRequestsBounded: one session's requests in flight are
+// bounded (16): 24 memory_sync calls at once, each waiting on a push that
+// hangs, get 16 in flight and 8 answered 429 with a JSON-RPC error.
+func TestHTTP_SessionRequestsBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, mcpserver.Options{PushIdle: time.Hour, SyncWait: 3 * time.Second}, 0)
+	ts := httptest.NewServer(r.host.Handler())
+	t.Cleanup(ts.Close)
+	code, hdr, body := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	if code, _, body := post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	r.call(t, "memory", map[string]any{"command": "create", "path": "/memories/pending.md", "file_text": "not pushed yet\n"})
+	f := r.srv.AddFault(&gitserver.Fault{Match: "POST /v1/git/me/state.git/git-receive-pack", Count: -1, Hang: true})
+	defer f.Release()
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	var refusal atomic.Value
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _, body := post(t, ts.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_sync","arguments":{}}}`, 10+i))
+			if code == http.StatusTooManyRequests {
+				refused.Add(1)
+				refusal.Store(body)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := refused.Load(); got != 8 {
+		t.Fatalf("%d of 24 requests at once refused, want 8 (16 in flight)", got)
+	}
+	if b, _ := refusal.Load().(string); !strings.Contains(b, `"error"`) || !strings.Contains(b, "16 requests in flight") {
+		t.Fatalf("the refusal: %s", b)
 	}
 }
