@@ -41,10 +41,9 @@ const (
 // httpSession is a streamable HTTP session the host tracks: for the cap,
 // the idle expiry and Close.
 type httpSession struct {
-	ss       *mcp.ServerSession
-	srv      *mcp.Server
-	inflight int       // requests of the session being served (an open stream is one)
-	last     time.Time // when the last one ended (or the session began)
+	ss   *mcp.ServerSession
+	srv  *mcp.Server
+	last time.Time // when its last request ended (or the session began)
 }
 
 // reqServer carries the server made for a request that starts a session:
@@ -68,6 +67,11 @@ func (h *Host) serveHTTP(sdk http.Handler, w http.ResponseWriter, r *http.Reques
 	defer cancel()
 	id := r.Header.Get("Mcp-Session-Id")
 	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout}
+	// A stream lives as long as its session: not the server's write
+	// timeout, but WriteTimeout per write.
+	if err := dw.rc.SetWriteDeadline(time.Time{}); err != nil && h.noDeadlines.CompareAndSwap(false, true) {
+		h.log.Error("MCP writes to clients have no deadline here (the response writer does not support them): a client that does not read is not dropped; serve Handler unwrapped or with a writer that has Unwrap", "err", err)
+	}
 	dw.onFail = func(err error) {
 		cancel()
 		if id != "" {
@@ -83,14 +87,11 @@ func (h *Host) serveHTTP(sdk http.Handler, w http.ResponseWriter, r *http.Reques
 	})()
 	switch {
 	case id != "":
-		s, n, ok := h.enterSession(id)
-		if !ok {
+		if n, ok := h.enterSession(id); !ok {
 			h.refuse(w, r, fmt.Sprintf("mcp request: this session of agent %s has %d requests in flight (its GET stream included), the most one session may; wait for an answer before sending more", h.a.ID, n))
 			return
 		}
-		if s != nil {
-			defer h.leaveSession(s)
-		}
+		defer h.leaveSession(id)
 	case r.Header.Get("Mcp-Protocol-Version") >= statelessVersion:
 		if n, ok := h.reserve(&h.stateless); !ok {
 			h.refuse(w, r, fmt.Sprintf("mcp request: agent %s has %d MCP requests without a session in flight (subscriptions/listen streams included), the most one agent may (--mcp-max-sessions); end a stream first, then send it again", h.a.ID, n))
@@ -180,28 +181,30 @@ func (h *Host) sessionStarted(rs *reqServer) {
 	}()
 }
 
-// enterSession notes a request of session id (nil: not one the host
-// tracks; the SDK answers it); false past maxSessionRequests in flight,
-// with how many are.
-func (h *Host) enterSession(id string) (*httpSession, int, bool) {
+// enterSession notes a request of session id; false past
+// maxSessionRequests in flight, with how many are. Counted by id, not by
+// tracked session: a client may send its next requests (its GET stream)
+// before the request that started the session has ended.
+func (h *Host) enterSession(id string) (int, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.httpSessions[id]
-	if s == nil {
-		return nil, 0, true
+	n := h.inflight[id]
+	if n >= maxSessionRequests {
+		return n, false
 	}
-	if s.inflight >= maxSessionRequests {
-		return nil, s.inflight, false
-	}
-	s.inflight++
-	return s, 0, true
+	h.inflight[id] = n + 1
+	return n, true
 }
 
-func (h *Host) leaveSession(s *httpSession) {
+func (h *Host) leaveSession(id string) {
 	h.mu.Lock()
-	s.inflight--
-	s.last = time.Now()
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	if h.inflight[id]--; h.inflight[id] <= 0 {
+		delete(h.inflight, id)
+	}
+	if s := h.httpSessions[id]; s != nil {
+		s.last = time.Now()
+	}
 }
 
 // dropSession ends session id: its client did not take a write within
@@ -226,7 +229,7 @@ func (h *Host) reapIdle() {
 	var idle []*httpSession
 	h.mu.Lock()
 	for _, s := range h.httpSessions {
-		if s.inflight == 0 && now.Sub(s.last) >= h.opts.SessionIdle {
+		if h.inflight[s.ss.ID()] == 0 && now.Sub(s.last) >= h.opts.SessionIdle {
 			idle = append(idle, s)
 		}
 	}

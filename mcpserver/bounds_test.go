@@ -75,7 +75,7 @@ func TestHTTP_SubscriptionsBounded(t *testing.T) {
 // stream is open is not idle.
 func TestHTTP_IdleSessionsEnd(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, mcpserver.Options{PushIdle: time.Hour, MaxSessions: 2, SessionIdle: 400 * time.Millisecond}, 0)
+	r := newRig(t, mcpserver.Options{PushIdle: time.Hour, MaxSessions: 2, SessionIdle: 2 * time.Second}, 0)
 	ts := httptest.NewServer(r.host.Handler())
 	t.Cleanup(ts.Close)
 	streaming, err := httpClient(t, ts.URL, true)
@@ -94,7 +94,7 @@ func TestHTTP_IdleSessionsEnd(t *testing.T) {
 		_, err := httpClient(t, ts.URL, false)
 		return err == nil
 	})
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	if _, err := streaming.ListResources(context.Background(), nil); err != nil {
 		t.Fatalf("the session with its stream open was ended: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,9 +95,11 @@ type Host struct {
 	httpSessions map[string]*httpSession
 	starting     int
 	stateless    int                                    // session-less requests in flight
+	inflight     map[string]int                         // requests in flight, by session id
 	subs         map[*mcp.ServerSession]map[string]bool // subscriptions, by session
 	files        map[string]string                      // path → blob at the last check
 	head         string
+	noDeadlines  atomic.Bool // said once: the response writer has no deadlines
 }
 
 // NewHost makes the MCP host of a and starts its loops.
@@ -144,6 +147,7 @@ func NewHost(a *agent.Agent, opts Options) *Host {
 		servers:      map[*mcp.Server]*held{},
 		shared:       map[memtool.Dialect]*mcp.Server{},
 		httpSessions: map[string]*httpSession{},
+		inflight:     map[string]int{},
 		subs:         map[*mcp.ServerSession]map[string]bool{},
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
