@@ -67,6 +67,11 @@ type Options struct {
 	Secret func(data []byte) (string, bool)
 	// Keep stores bytes the outgoing check takes back (rejected writes).
 	Keep func(path string, rejected []byte) error
+	// MaxFileBytes caps a work file the commit pipeline and the scans
+	// read (0: worktree.DefaultMaxRead): a bigger one is judged by its
+	// fstat and never read (PathView.TooLarge), however large it claims
+	// to be (a sparse 1 TB file costs the agent nothing).
+	MaxFileBytes int64
 	// WorkLock, when set, is taken before mu by every sync step that may
 	// rewrite work files (never across the network), so the caller's
 	// read-modify-write of a file under the same lock is never undone by
@@ -137,6 +142,14 @@ func (r *Repo) Close() error {
 		r.wt.Close()
 	}
 	return nil
+}
+
+// maxFileBytes is the cap of a work file read whole (Options.MaxFileBytes).
+func (r *Repo) maxFileBytes() int64 {
+	if r.opts.MaxFileBytes > 0 {
+		return r.opts.MaxFileBytes
+	}
+	return worktree.DefaultMaxRead
 }
 
 // openTree holds the work tree open for every file step (worktree.Dir,
