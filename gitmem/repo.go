@@ -109,7 +109,10 @@ type Repo struct {
 	soleOwner bool                 // no other memfsd process used the repo when it was claimed
 	wt        *worktree.Dir        // the work tree, held open
 	files     *worktree.Files      // the work files' whole life, on wt
-	log       *slog.Logger
+	// refused notes what in .git was not read (a link on the way,
+	// alternates, an object over the cap): Refused, for the status.
+	refused *gitstore.Refusals
+	log     *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
 	// checkout writes files in bulk (writeFresh).
@@ -143,6 +146,11 @@ func (r *Repo) Close() error {
 	}
 	return nil
 }
+
+// Refused says what in the agent's .git memfsd lately would not read, and
+// why (a symbolic link on the way, alternates, an object over the cap):
+// what lies behind it is missing to memfsd.
+func (r *Repo) Refused() []string { return r.refused.List() }
 
 // maxFileBytes is the cap of a work file read whole (Options.MaxFileBytes).
 func (r *Repo) maxFileBytes() int64 {
@@ -233,21 +241,26 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	gitDir := filepath.Join(dir, ".git")
-	st := filesystem.NewStorageWithOptions(gitstore.NewGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
+	// An object over the cap is left uninflated by go-git (a lazy object
+	// the store refuses, objcap.go); what gitFS would not read through a
+	// link is noted for the status.
+	refused := &gitstore.Refusals{}
+	st := filesystem.NewStorageWithOptions(gitstore.NewGitFSNoting(gitDir, refused), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true, LargeObjectThreshold: gitstore.MaxObjectSize()})
 	sp := gitstore.NewSpares(gitDir)
 	objs := gitstore.OpenObjects(gitDir, st, !opts.NoSync)
 	objs.Spares = sp
 	return &Repo{
-		Dir:    dir,
-		GitDir: gitDir,
-		Remote: remote,
-		opts:   opts,
-		st:     st,
-		objs:   objs,
-		spares: sp,
-		bg:     gitstore.NewBackground(),
-		log:    opts.Logger,
-		ixf:    indexfile.New(gitDir, !opts.NoSync),
+		Dir:     dir,
+		GitDir:  gitDir,
+		Remote:  remote,
+		opts:    opts,
+		st:      st,
+		objs:    objs,
+		refused: refused,
+		spares:  sp,
+		bg:      gitstore.NewBackground(),
+		log:     opts.Logger,
+		ixf:     indexfile.New(gitDir, !opts.NoSync),
 	}
 }
 
