@@ -167,6 +167,9 @@ func (r *Repo) openTree() error {
 	if err != nil {
 		return err
 	}
+	// Every other read of a work file (a lease, what an exchange
+	// displaced) is capped too, never below a file the pipeline commits.
+	wt.SetMaxRead(max(r.maxFileBytes(), worktree.DefaultMaxRead))
 	r.wt = wt
 	r.files = worktree.NewFiles(wt, r.objs, r.log)
 	return nil
