@@ -22,8 +22,8 @@ import (
 // The agent's shell can write anything there, and go-git opens objects,
 // packs and their indexes through this file system: no open blocks (a
 // FIFO at a pack's .idx hung the agent's sync for good, found by
-// TestWalls_FuzzOneAgentsGitDir), a link in the last component is not
-// followed, and a FIFO, device or socket is refused, as OpenGitFile does.
+// TestWalls_FuzzOneAgentsGitDir), and a FIFO, device or socket is
+// refused, as OpenGitFile does.
 //
 // Nothing there is reached through a symbolic link, on any component
 // (beneath.go): a fan-out folder objects/ab swapped for a link to another
