@@ -298,7 +298,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 }
 
 func (a *Agent) repoOptions() gitmem.Options {
-	return gitmem.Options{Author: a.cfg.Author(a.ID), Operator: a.cfg.Operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log,
+	return gitmem.Options{Author: a.cfg.Author(a.ID), Operator: a.cfg.Operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log, MaxFileBytes: a.maxFileBytes(),
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
 		Secret: a.secretIn, WorkLock: &a.writeMu}
 }

@@ -120,6 +120,7 @@ func (a *Agent) readStatus(scan bool) Status {
 			st.LimitExceeded = a.limitsExceeded()
 			st.PersonGitInProgress = a.personGit(repo)
 			st.WriteProblems = a.writeProblems()
+			st.GitRefused = repo.Refused()
 			if scan {
 				if b, err := a.Budget(); err == nil {
 					st.Budget = &b

@@ -13,7 +13,7 @@ import (
 // openTree holds the memory folder open; called once the work tree exists
 // (setRepo), closed by Close.
 func (a *Agent) openTree() {
-	wt, err := worktree.OpenDir(a.Dir())
+	wt, err := a.openWorkDir()
 	if err != nil {
 		a.log.Warn("holding the memory folder open failed; each memory call opens it instead", "err", err)
 		return
@@ -21,6 +21,17 @@ func (a *Agent) openTree() {
 	if old := a.tree.Swap(wt); old != nil {
 		old.Close()
 	}
+}
+
+// openWorkDir opens the memory folder, its reads capped: never below a
+// file a direct write commits (--max-file-bytes), never unbounded.
+func (a *Agent) openWorkDir() (*worktree.Dir, error) {
+	wt, err := worktree.OpenDir(a.Dir())
+	if err != nil {
+		return nil, err
+	}
+	wt.SetMaxRead(max(a.maxFileBytes(), worktree.DefaultMaxRead))
+	return wt, nil
 }
 
 // closeTree lets the folder go. Under writeMu: no memory-tool call is
@@ -40,7 +51,7 @@ func (a *Agent) withTree(fn func(*worktree.Dir) error) error {
 	if wt := a.tree.Load(); wt != nil {
 		return fn(wt)
 	}
-	wt, err := worktree.OpenDir(a.Dir())
+	wt, err := a.openWorkDir()
 	if err != nil {
 		return err
 	}

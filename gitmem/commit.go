@@ -44,8 +44,12 @@ type PathView struct {
 	Data   []byte            // the work tree's bytes (nil for a delete)
 	Mode   filemode.FileMode // the work tree's mode: regular, executable or link (zero for a delete)
 	InHead bool
-	entry  object.TreeEntry
-	objs   *gitstore.Objects
+	// TooLarge is the size of a file over the cap (Options.MaxFileBytes):
+	// it was not read (Data is nil) and is always held, whatever the
+	// guard says.
+	TooLarge int64
+	entry    object.TreeEntry
+	objs     *gitstore.Objects
 }
 
 // Head reads HEAD's version of the path (nil when it is not in HEAD).
@@ -252,6 +256,11 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			continue
 		case f == nil:
 			v.Kind = ChangeDelete
+		case f.tooLarge > 0:
+			v.Kind, v.Mode, v.TooLarge = ChangeUpdate, f.mode, f.tooLarge
+			if !inHead {
+				v.Kind = ChangeCreate
+			}
 		case !inHead:
 			v.Kind, v.Data, v.Mode = ChangeCreate, f.data, f.mode
 		case blobHash(f.data) == e.Hash && f.mode == e.Mode:
@@ -279,6 +288,9 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	var group []gitstore.Change
 	var first *PathView
 	for i, v := range batch.Views {
+		if v.TooLarge > 0 {
+			verdicts[i] = Hold // never read, so never committed nor undone
+		}
 		switch verdicts[i] {
 		case Hold:
 			res.Held = append(res.Held, v.Path)

@@ -67,6 +67,11 @@ type Options struct {
 	Secret func(data []byte) (string, bool)
 	// Keep stores bytes the outgoing check takes back (rejected writes).
 	Keep func(path string, rejected []byte) error
+	// MaxFileBytes caps a work file the commit pipeline and the scans
+	// read (0: worktree.DefaultMaxRead): a bigger one is judged by its
+	// fstat and never read (PathView.TooLarge), however large it claims
+	// to be (a sparse 1 TB file costs the agent nothing).
+	MaxFileBytes int64
 	// WorkLock, when set, is taken before mu by every sync step that may
 	// rewrite work files (never across the network), so the caller's
 	// read-modify-write of a file under the same lock is never undone by
@@ -104,7 +109,10 @@ type Repo struct {
 	soleOwner bool                 // no other memfsd process used the repo when it was claimed
 	wt        *worktree.Dir        // the work tree, held open
 	files     *worktree.Files      // the work files' whole life, on wt
-	log       *slog.Logger
+	// refused notes what in .git was not read (a link on the way,
+	// alternates, an object over the cap): Refused, for the status.
+	refused *gitstore.Refusals
+	log     *slog.Logger
 
 	// fresh: a clone being built in its own temporary folder, whose first
 	// checkout writes files in bulk (writeFresh).
@@ -139,6 +147,19 @@ func (r *Repo) Close() error {
 	return nil
 }
 
+// Refused says what in the agent's .git memfsd lately would not read, and
+// why (a symbolic link on the way, alternates, an object over the cap):
+// what lies behind it is missing to memfsd.
+func (r *Repo) Refused() []string { return r.refused.List() }
+
+// maxFileBytes is the cap of a work file read whole (Options.MaxFileBytes).
+func (r *Repo) maxFileBytes() int64 {
+	if r.opts.MaxFileBytes > 0 {
+		return r.opts.MaxFileBytes
+	}
+	return worktree.DefaultMaxRead
+}
+
 // openTree holds the work tree open for every file step (worktree.Dir,
 // worktree.Files).
 func (r *Repo) openTree() error {
@@ -146,6 +167,9 @@ func (r *Repo) openTree() error {
 	if err != nil {
 		return err
 	}
+	// Every other read of a work file (a lease, what an exchange
+	// displaced) is capped too, never below a file the pipeline commits.
+	wt.SetMaxRead(max(r.maxFileBytes(), worktree.DefaultMaxRead))
 	r.wt = wt
 	r.files = worktree.NewFiles(wt, r.objs, r.log)
 	return nil
@@ -220,21 +244,26 @@ func newRepo(dir string, remote Remote, opts Options) *Repo {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	gitDir := filepath.Join(dir, ".git")
-	st := filesystem.NewStorageWithOptions(gitstore.NewGitFS(gitDir), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true})
+	// An object over the cap is left uninflated by go-git (a lazy object
+	// the store refuses, objcap.go); what gitFS would not read through a
+	// link is noted for the status.
+	refused := &gitstore.Refusals{}
+	st := filesystem.NewStorageWithOptions(gitstore.NewGitFSNoting(gitDir, refused), cache.NewObjectLRU(16<<20), filesystem.Options{KeepDescriptors: true, LargeObjectThreshold: gitstore.MaxObjectSize()})
 	sp := gitstore.NewSpares(gitDir)
 	objs := gitstore.OpenObjects(gitDir, st, !opts.NoSync)
 	objs.Spares = sp
 	return &Repo{
-		Dir:    dir,
-		GitDir: gitDir,
-		Remote: remote,
-		opts:   opts,
-		st:     st,
-		objs:   objs,
-		spares: sp,
-		bg:     gitstore.NewBackground(),
-		log:    opts.Logger,
-		ixf:    indexfile.New(gitDir, !opts.NoSync),
+		Dir:     dir,
+		GitDir:  gitDir,
+		Remote:  remote,
+		opts:    opts,
+		st:      st,
+		objs:    objs,
+		refused: refused,
+		spares:  sp,
+		bg:      gitstore.NewBackground(),
+		log:     opts.Logger,
+		ixf:     indexfile.New(gitDir, !opts.NoSync),
 	}
 }
 

@@ -206,8 +206,8 @@ func (r *Repo) refreshIndex(paths []string, head map[string]object.TreeEntry) {
 	changed := 0
 	for _, p := range paths {
 		f, err := r.readWorkFile(p)
-		if err != nil || f == nil || f.st == nil {
-			continue // gone: leave it to be checked again
+		if err != nil || f == nil || f.st == nil || f.tooLarge > 0 {
+			continue // gone (leave it to be checked again), or over the cap
 		}
 		h := blobHash(f.data)
 		if e, ok := ix.Lookup(p); ok && h == e.Hash && f.mode == e.Mode {
@@ -257,7 +257,12 @@ func (r *Repo) workHashStat(rel string, st *syscall.Stat_t, ix *index.Index) (pl
 	if e, ok := ix.Lookup(rel); ok && e.Mode == mode && statMatches(e, st, ix.Mtime) {
 		return e.Hash, mode, true, nil
 	}
-	f, err := r.wt.Read(rel)
+	f, err := r.wt.ReadLimit(rel, r.maxFileBytes())
+	if errors.Is(err, worktree.ErrTooLarge) {
+		// Not read: no blob of it can be HEAD's (the zero id matches
+		// nothing), so it is a change, which the commit then holds.
+		return plumbing.ZeroHash, mode, false, nil
+	}
 	if err != nil || f == nil {
 		return plumbing.ZeroHash, mode, false, err
 	}

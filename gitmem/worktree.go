@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 
@@ -22,6 +23,9 @@ type fileState struct {
 	data []byte
 	mode filemode.FileMode
 	st   *syscall.Stat_t
+	// tooLarge is the size of a file over the cap (Options.MaxFileBytes),
+	// left unread (data is nil); zero for a file read.
+	tooLarge int64
 }
 
 // statMatches reports whether the index entry's stat still describes the
@@ -70,8 +74,17 @@ func (r *Repo) isDir(rel string) bool {
 
 // readWorkFile reads rel from the work tree; nil when it does not exist,
 // is a folder, or lies behind a symbolic link (not a file of the tree).
+// A file over the cap is not read: its state says so (tooLarge).
 func (r *Repo) readWorkFile(rel string) (*fileState, error) {
-	f, err := r.wt.Read(rel)
+	f, err := r.wt.ReadLimit(rel, r.maxFileBytes())
+	var tl *worktree.TooLargeError
+	if errors.As(err, &tl) {
+		mode := filemode.Regular
+		if tl.Stat != nil && tl.Stat.Mode&0o111 != 0 {
+			mode = filemode.Executable
+		}
+		return &fileState{mode: mode, st: tl.Stat, tooLarge: tl.Size}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}

@@ -149,12 +149,22 @@ func kindOf(m os.FileMode) string {
 // noOpenat2 is set once openat2 answered ENOSYS (a kernel before 5.6).
 var noOpenat2 atomic.Bool
 
+// Flags of openBeneathAs's last component.
+const (
+	fileFlags = syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	dirFlags  = syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	pathFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+)
+
 // openBeneath opens rel beneath gitDir read-only and non-blocking,
 // following no link: not gitDir's last component, not a folder on the
 // way, not the file (ELOOP, or EXDEV for a ".." out of gitDir).
-func openBeneath(gitDir, rel string) (int, error) {
-	const fileFlags = syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-	const dirFlags = syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+func openBeneath(gitDir, rel string) (int, error) { return openBeneathAs(gitDir, rel, fileFlags) }
+
+// openBeneathAs is openBeneath with last as the open flags of rel's last
+// component (dirFlags for a folder to list, pathFlags for a folder to
+// stat in); rel "" or "." is gitDir itself.
+func openBeneathAs(gitDir, rel string, last int) (int, error) {
 	dfd, err := openRetry(func() (int, error) { return unix.Open(gitDir, dirFlags, 0) })
 	if err == unix.ENOTDIR {
 		// O_DIRECTORY answers a link ENOTDIR, before O_NOFOLLOW's ELOOP.
@@ -166,8 +176,14 @@ func openBeneath(gitDir, rel string) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(dfd)
+	if rel == "" || rel == "." {
+		if last&unix.O_PATH != 0 || last&unix.O_DIRECTORY != 0 {
+			return unix.Dup(dfd)
+		}
+		return -1, unix.EISDIR
+	}
 	if !noOpenat2.Load() {
-		how := &unix.OpenHow{Flags: fileFlags, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		how := &unix.OpenHow{Flags: uint64(last), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 		fd, err := openRetry(func() (int, error) { return unix.Openat2(dfd, rel, how) })
 		if err != unix.ENOSYS {
 			return fd, err
@@ -187,10 +203,10 @@ func openBeneath(gitDir, rel string) (int, error) {
 		}
 		fl := dirFlags
 		if i == len(parts)-1 {
-			fl = fileFlags
+			fl = last
 		}
 		next, err := openRetry(func() (int, error) { return unix.Openat(cur, part, fl, 0) })
-		if err == unix.ENOTDIR && i < len(parts)-1 {
+		if err == unix.ENOTDIR && fl&unix.O_DIRECTORY != 0 {
 			var st unix.Stat_t
 			if unix.Fstatat(cur, part, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				err = unix.ELOOP

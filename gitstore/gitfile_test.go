@@ -259,7 +259,12 @@ func TestGitFS_FIFOsAndLinksNeverBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys := gitstore.NewGitFS(gitDir)
-	for _, name := range []string{"objects/pack/pack-x.idx", "objects/pack/pack-z.idx"} {
+	// A link is never followed: it is missing (issue 38), and left out
+	// of the listing.
+	if _, err := fsys.Open("objects/pack/pack-z.idx"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("open a link: %v, want ErrNotExist", err)
+	}
+	for _, name := range []string{"objects/pack/pack-x.idx"} {
 		err := within(t, "open "+name, func() error {
 			f, err := fsys.Open(name)
 			if err == nil {
@@ -299,7 +304,7 @@ func TestGitFS_FIFOsAndLinksNeverBlock(t *testing.T) {
 		for _, fi := range infos {
 			names = append(names, fi.Name())
 		}
-		if err != nil || strings.Join(names, ",") != "pack-r.idx,pack-x.idx,pack-z.idx" {
+		if err != nil || strings.Join(names, ",") != "pack-r.idx,pack-x.idx" {
 			t.Errorf("list objects/pack: %v %v", names, err)
 		}
 	}

@@ -182,7 +182,7 @@ func (s *Objects) Has(h plumbing.Hash) bool {
 	if s.isPresent(h) {
 		return true
 	}
-	if _, err := os.Stat(s.LoosePath(h)); err == nil {
+	if s.looseExists(h) {
 		return true
 	}
 	err := s.Reader.HasEncodedObject(h)
@@ -191,6 +191,15 @@ func (s *Objects) Has(h plumbing.Hash) bool {
 		err = s.st.HasEncodedObject(h)
 	}
 	return err == nil
+}
+
+// looseExists reports whether h is a loose object: a regular file reached
+// beneath .git through no link (a fan-out folder the agent swapped for a
+// link to another store does not count).
+func (s *Objects) looseExists(h plumbing.Hash) bool {
+	hex := h.String()
+	st, err := statBeneath(s.GitDir, "objects/"+hex[:2]+"/"+hex[2:])
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
 // LoosePath is where h is (or would be) stored as a loose object.
@@ -214,7 +223,7 @@ func (s *Objects) Write(t plumbing.ObjectType, data []byte) (plumbing.Hash, erro
 	if _, ok := s.pendingAt[h]; ok {
 		return h, nil
 	}
-	if _, err := os.Stat(s.LoosePath(h)); err == nil {
+	if s.looseExists(h) {
 		return h, nil
 	}
 	s.stage(h, t, data)

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,12 +51,15 @@ func (s *Objects) isPresent(h plumbing.Hash) bool {
 // packsIntact reports whether every pack of the view is still there, and
 // brings the view up to date with the folder.
 func (s *Objects) packsIntact() bool {
-	dir := filepath.Join(s.Dir, "pack")
-	fi, err := os.Stat(dir)
-	if err == nil && s.view.listed && fi.ModTime().Equal(s.view.mtime) && s.view.listedAt.Sub(s.view.mtime) > packMtimeGrain {
+	st, err := statBeneath(s.GitDir, "objects/pack")
+	var mtime time.Time
+	if err == nil {
+		mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+	}
+	if err == nil && s.view.listed && mtime.Equal(s.view.mtime) && s.view.listedAt.Sub(s.view.mtime) > packMtimeGrain {
 		return true // unchanged since a listing made well after its last change
 	}
-	packs := packNames(dir)
+	packs := packNames(s.GitDir)
 	intact := true
 	for name := range s.view.packs {
 		if !packs[name] {
@@ -67,7 +69,7 @@ func (s *Objects) packsIntact() bool {
 	}
 	s.view = packView{listed: true, listedAt: time.Now(), packs: packs}
 	if err == nil {
-		s.view.mtime = fi.ModTime()
+		s.view.mtime = mtime
 	}
 	return intact
 }
@@ -102,15 +104,16 @@ func (s *Objects) PacksRolledUp(merged []string, pack string) {
 	s.view.packs[pack+".pack"] = true
 }
 
-// packNames returns the names of the *.pack files in dir.
-func packNames(dir string) map[string]bool {
+// packNames returns the names of the *.pack files in gitDir's
+// objects/pack (reached through no link; a link there is no pack).
+func packNames(gitDir string) map[string]bool {
 	packs := map[string]bool{}
-	entries, err := os.ReadDir(dir)
+	entries, err := ReadDirBeneath(gitDir, "objects/pack")
 	if err != nil {
 		return packs
 	}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".pack") {
+		if strings.HasSuffix(e.Name(), ".pack") && e.Mode().IsRegular() {
 			packs[e.Name()] = true
 		}
 	}

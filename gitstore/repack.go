@@ -34,21 +34,20 @@ type PackInfo struct {
 // objects/pack. A pack with a .keep file is left out (git's convention:
 // never repacked).
 func ListPacks(gitDir string) ([]PackInfo, error) {
-	packDir := filepath.Join(gitDir, "objects", "pack")
-	entries, err := os.ReadDir(packDir)
+	entries, err := ReadDirBeneath(gitDir, "objects/pack")
 	if err != nil {
 		return nil, err
 	}
 	var out []PackInfo
 	for _, e := range entries {
 		base, ok := strings.CutSuffix(e.Name(), ".idx")
-		if !ok || !strings.HasPrefix(base, "pack-") {
+		if !ok || !strings.HasPrefix(base, "pack-") || !e.Mode().IsRegular() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(packDir, base+".keep")); err == nil {
+		if _, err := statBeneath(gitDir, "objects/pack/"+base+".keep"); err == nil {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(packDir, base+".pack")); err != nil {
+		if st, err := statBeneath(gitDir, "objects/pack/"+base+".pack"); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 			continue
 		}
 		objs, err := readIdxNames(gitDir, "objects/pack/"+e.Name())
@@ -270,9 +269,11 @@ func releaseGCPID(gitDir, host string) {
 	}
 }
 
-// ListLoose lists the loose objects, sorted.
+// ListLoose lists the loose objects of objDir (a .git's objects), sorted:
+// fan-out folders and files reached through no link (a link is none).
 func ListLoose(objDir string) ([]plumbing.Hash, error) {
-	dirs, err := os.ReadDir(objDir)
+	gitDir := filepath.Dir(objDir)
+	dirs, err := ReadDirBeneath(gitDir, "objects")
 	if err != nil {
 		return nil, err
 	}
@@ -281,12 +282,12 @@ func ListLoose(objDir string) ([]plumbing.Hash, error) {
 		if !d.IsDir() || len(d.Name()) != 2 {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(objDir, d.Name()))
+		files, err := ReadDirBeneath(gitDir, "objects/"+d.Name())
 		if err != nil {
 			continue
 		}
 		for _, f := range files {
-			if len(f.Name()) != 38 {
+			if len(f.Name()) != 38 || !f.Mode().IsRegular() {
 				continue
 			}
 			if h, ok := parseHex(d.Name() + f.Name()); ok {

@@ -261,7 +261,14 @@ func (r objectReader) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plu
 		o.Write(data)
 		return o, nil
 	}
-	return r.EncodedObjectStorer.EncodedObject(t, h)
+	o, err := r.EncodedObjectStorer.EncodedObject(t, h)
+	if err == nil && o.Size() > MaxObjectSize() {
+		// Left uninflated by go-git (LargeObjectThreshold): refused here
+		// before anyone reads it whole. A loose one never gets this far
+		// (gitFS checks it as it is opened).
+		return nil, &ObjectTooLargeError{Object: h.String(), Declared: o.Size(), Max: MaxObjectSize()}
+	}
+	return o, err
 }
 
 func (r objectReader) HasEncodedObject(h plumbing.Hash) error {

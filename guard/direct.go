@@ -40,6 +40,8 @@ func OddInput(max int64, problems map[string]reminders.WriteProblem, next gitmem
 			switch {
 			case v.Data != nil && reminders.BadName(v.Path):
 				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseBadName, Detail: "a control character or bytes that are not UTF-8 in the name"}
+			case v.TooLarge > 0:
+				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseTooLarge, Detail: fmt.Sprintf("%d bytes, the cap is %d", v.TooLarge, max), Size: v.TooLarge, Limit: max}
 			case v.Data != nil && int64(len(v.Data)) > max:
 				problems[v.Path] = reminders.WriteProblem{Path: v.Path, Cause: reminders.CauseTooLarge, Detail: fmt.Sprintf("%d bytes, the cap is %d", len(v.Data), max), Size: int64(len(v.Data)), Limit: max}
 			default:

@@ -6,8 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,20 +242,28 @@ func findPrefix(s *gitstore.Objects, prefix string) ([]plumbing.Hash, error) {
 			out = append(out, h)
 		}
 	}
-	if entries, err := os.ReadDir(filepath.Join(s.Dir, prefix[:2])); err == nil {
+	// Listed beneath .git through no link: a fan-out folder the agent
+	// swapped for a link to another agent's objects lists nothing.
+	if entries, err := gitstore.ReadDirBeneath(s.GitDir, "objects/"+prefix[:2]); err == nil {
 		for _, e := range entries {
+			if !e.Mode().IsRegular() {
+				continue
+			}
 			name := prefix[:2] + e.Name()
 			if len(name) == 40 && strings.HasPrefix(name, prefix) && isHex(name) {
 				add(plumbing.NewHash(name))
 			}
 		}
 	}
-	idxs, err := filepath.Glob(filepath.Join(s.Dir, "pack", "*.idx"))
-	if err != nil {
+	packs, err := gitstore.ReadDirBeneath(s.GitDir, "objects/pack")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	for _, idx := range idxs {
-		hs, err := idxPrefix(s.GitDir, "objects/pack/"+filepath.Base(idx), prefix)
+	for _, e := range packs {
+		if !strings.HasSuffix(e.Name(), ".idx") || !e.Mode().IsRegular() {
+			continue
+		}
+		hs, err := idxPrefix(s.GitDir, "objects/pack/"+e.Name(), prefix)
 		if err != nil {
 			continue // a pack a repack removed meanwhile, or one being written
 		}

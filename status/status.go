@@ -96,6 +96,10 @@ type Status struct {
 	// Budget is the pinned memory's tokens against its budget (status
 	// with a scan only: the agents' list leaves it out).
 	Budget *budget.Status `json:"budget,omitempty"`
+	// GitRefused is what in the agent's .git memfsd lately would not read,
+	// each with why (a symbolic link on the way, alternates, an object
+	// over the cap or inflating past its header): to memfsd it is missing.
+	GitRefused []string `json:"git_refused,omitempty"`
 	// TokenFileProblem says the token file is empty or unreadable and the
 	// last good token is in use (the file named, never the token).
 	TokenFileProblem string `json:"token_file_problem,omitempty"`

@@ -40,6 +40,7 @@ func Waiting(st Status) []string {
 	}
 	add("path_skipped", skipped, "git cannot track these paths; rename them")
 	add("conflicts", st.Conflicts, "both versions kept: merge them and delete the conflict copy")
+	add("git_refused", st.GitRefused, "memfsd follows no link and inflates no object over its cap in .git: remove what is named there")
 	if st.TokenFileProblem != "" {
 		out = append(out, "token_file_problem: "+st.TokenFileProblem)
 	}

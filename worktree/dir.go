@@ -91,6 +91,45 @@ type Dir struct {
 	// on its filesystem) for temporary files instead of TempDir beneath
 	// the root: for a folder with no .git of its own (a shared view).
 	temp string
+	// maxRead caps a file read whole (DefaultMaxRead when zero).
+	maxRead int64
+}
+
+// DefaultMaxRead caps a work file read whole when the folder's owner set
+// no cap (SetMaxRead). The agent writes any bytes into its folder: a
+// sparse 1 TB file costs it no disk, and reading it whole (or only
+// allocating its st_size) killed the daemon serving every agent with
+// "fatal error: out of memory" (TestWalls_SparseFileHeldTooLarge).
+const DefaultMaxRead = 64 << 20
+
+// ErrTooLarge is a work file over the cap of the read (TooLargeError).
+var ErrTooLarge = errors.New("too large")
+
+// TooLargeError is a work file left unread because it is over the cap: its
+// size from fstat, or what the read found past the cap when it grew
+// meanwhile.
+type TooLargeError struct {
+	Path string
+	Size int64 // bytes (at least Max+1 when it grew while being read)
+	Max  int64
+	Stat *syscall.Stat_t // the file's fstat
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("read %s: %v: %d bytes, the cap is %d (not read; make it smaller or remove it)", e.Path, ErrTooLarge, e.Size, e.Max)
+}
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// SetMaxRead caps every file d reads whole at n bytes (n <= 0: the
+// default): a larger one is an error (*TooLargeError) and is never read.
+func (d *Dir) SetMaxRead(n int64) { d.maxRead = n }
+
+// MaxRead is the cap of d's reads.
+func (d *Dir) MaxRead() int64 {
+	if d.maxRead > 0 {
+		return d.maxRead
+	}
+	return DefaultMaxRead
 }
 
 // SetTempDir makes abs, a folder outside d on d's filesystem, the place
@@ -202,8 +241,14 @@ func toSyscall(st *unix.Stat_t) *syscall.Stat_t {
 
 // Read reads the work file rel: a regular file's bytes, or a link's target
 // (the link itself is never followed). A missing file, or a folder where
-// the file was, is (nil, nil); so is a path through a link or a file.
-func (d *Dir) Read(rel string) (*File, error) {
+// the file was, is (nil, nil); so is a path through a link or a file. A
+// file over d's cap (MaxRead) is a *TooLargeError and is not read.
+func (d *Dir) Read(rel string) (*File, error) { return d.ReadLimit(rel, d.MaxRead()) }
+
+// ReadLimit is Read with a cap of max bytes: a file over it, by its fstat
+// before the read or by what the read finds, is a *TooLargeError (errors.Is
+// ErrTooLarge), never held whole.
+func (d *Dir) ReadLimit(rel string, max int64) (*File, error) {
 	pfd, name, err := d.openParent(rel, false)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 		return nil, nil
@@ -212,11 +257,15 @@ func (d *Dir) Read(rel string) (*File, error) {
 		return nil, err
 	}
 	defer unix.Close(pfd)
-	return readAt(pfd, name, rel)
+	return readAt(pfd, name, rel, max)
 }
 
-// readAt is Read of name in the folder pfd.
-func readAt(pfd int, name, rel string) (*File, error) {
+// maxLinkTarget bounds a link's target as read (Linux's PATH_MAX is 4096;
+// st_size is whatever the filesystem says).
+const maxLinkTarget = 64 << 10
+
+// readAt is ReadLimit of name in the folder pfd.
+func readAt(pfd int, name, rel string, limit int64) (*File, error) {
 	for attempt := 0; ; attempt++ {
 		var st unix.Stat_t
 		if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -229,7 +278,7 @@ func readAt(pfd int, name, rel string) (*File, error) {
 		case unix.S_IFDIR:
 			return nil, nil
 		case unix.S_IFLNK:
-			buf := make([]byte, st.Size+1)
+			buf := make([]byte, min(max(st.Size, 0), maxLinkTarget)+1)
 			n, err := unix.Readlinkat(pfd, name, buf)
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
 				continue // replaced meanwhile: look again
@@ -258,8 +307,18 @@ func readAt(pfd int, name, rel string) (*File, error) {
 			f.Close()
 			return nil, err
 		}
-		data, err := readAll(f, fst.Size)
+		if fst.Size > limit {
+			// Judged by fstat before a byte is read: a sparse file of any
+			// size costs nothing.
+			f.Close()
+			return nil, &TooLargeError{Path: rel, Size: fst.Size, Max: limit, Stat: toSyscall(&fst)}
+		}
+		data, err := readAll(f, fst.Size, limit)
 		f.Close()
+		if tl, ok := err.(*TooLargeError); ok {
+			tl.Path, tl.Stat = rel, toSyscall(&fst)
+			return nil, tl
+		}
 		if err != nil {
 			return nil, &os.PathError{Op: "read", Path: rel, Err: err}
 		}
@@ -278,14 +337,20 @@ func readAt(pfd int, name, rel string) (*File, error) {
 	}
 }
 
-func readAll(f *os.File, size int64) ([]byte, error) {
-	data := make([]byte, 0, size+512)
+// readAll reads f, whose fstat said size (at most max), through a limit of
+// max+1 bytes: a file that grew past max meanwhile is a *TooLargeError.
+func readAll(f *os.File, size, max int64) ([]byte, error) {
+	r := &io.LimitedReader{R: f, N: max + 1}
+	data := make([]byte, 0, min(size, max)+512)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
-		n, err := f.Read(data[len(data):cap(data)])
+		n, err := r.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
+		if int64(len(data)) > max {
+			return nil, &TooLargeError{Size: int64(len(data)), Max: max}
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return data, nil
@@ -403,7 +468,7 @@ func (d *Dir) Lease(rel string, wait time.Duration) (*Leased, error) {
 	if err != nil {
 		return nil, err
 	}
-	return leaseFd(fd, rel, wait)
+	return leaseFd(fd, rel, wait, d.MaxRead())
 }
 
 // ErrNoExchange is returned where the filesystem has no rename-exchange.
@@ -428,12 +493,24 @@ func (d *Dir) Exchange(rel string, data []byte, mode Mode) (*File, *syscall.Stat
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "write", Path: rel, Err: err}
 	}
-	defer unix.Unlinkat(tfd, tmp, 0) // after an exchange it holds the displaced file
+	keep := false // the displaced file, too large to read, kept
+	defer func() {
+		if !keep {
+			unix.Unlinkat(tfd, tmp, 0) // after an exchange it holds the displaced file
+		}
+	}()
 	var old *File
 	for attempt := 0; ; attempt++ {
 		err = unix.Renameat2(tfd, tmp, pfd, name, unix.RENAME_EXCHANGE)
 		if err == nil {
-			if old, err = readAt(tfd, tmp, rel); err != nil {
+			if old, err = readAt(tfd, tmp, rel, d.MaxRead()); err != nil {
+				if errors.Is(err, ErrTooLarge) {
+					// Not read, and not lost: swapped back into its place
+					// (memfsd's version goes), or kept where it is.
+					if unix.Renameat2(tfd, tmp, pfd, name, unix.RENAME_EXCHANGE) != nil {
+						keep = true
+					}
+				}
 				return nil, nil, fmt.Errorf("write %s: read what it displaced: %w", rel, err)
 			}
 			if old == nil {

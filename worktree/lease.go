@@ -51,12 +51,15 @@ var ErrNotFile = errors.New("not a regular file")
 // process waits until Release.
 type Leased struct {
 	fd   int
+	rel  string
+	max  int64 // the cap of Read
 	stat syscall.Stat_t
 }
 
-// leaseFd takes the write lease on fd, an open work file (closed on error).
-func leaseFd(fd int, rel string, wait time.Duration) (*Leased, error) {
-	l := &Leased{fd: fd}
+// leaseFd takes the write lease on fd, an open work file (closed on error);
+// Read reads at most max bytes of it.
+func leaseFd(fd int, rel string, wait time.Duration, max int64) (*Leased, error) {
+	l := &Leased{fd: fd, rel: rel, max: max}
 	if err := syscall.Fstat(fd, &l.stat); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -103,16 +106,27 @@ func (l *Leased) Stat() *syscall.Stat_t { s := l.stat; return &s }
 // Executable reports whether the file has an execute bit.
 func (l *Leased) Executable() bool { return l.stat.Mode&0o111 != 0 }
 
-// Read returns the whole file.
+// Read returns the whole file: one over the folder's cap (by its fstat, or
+// grown past it) is a *TooLargeError, never read whole.
 func (l *Leased) Read() ([]byte, error) {
-	data := make([]byte, 0, l.stat.Size)
-	buf := make([]byte, max(l.stat.Size+1, 512))
+	var st syscall.Stat_t
+	if err := syscall.Fstat(l.fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Size > l.max {
+		return nil, &TooLargeError{Path: l.rel, Size: st.Size, Max: l.max, Stat: &st}
+	}
+	data := make([]byte, 0, st.Size)
+	buf := make([]byte, min(max(st.Size+1, 512), l.max+1))
 	var off int64
 	for {
 		n, err := unix.Pread(l.fd, buf, off)
 		if n > 0 {
 			data = append(data, buf[:n]...)
 			off += int64(n)
+			if off > l.max {
+				return nil, &TooLargeError{Path: l.rel, Size: off, Max: l.max, Stat: &st}
+			}
 		}
 		if err == unix.EINTR {
 			continue

@@ -231,6 +231,8 @@ type status struct {
 	// HeldRemoteDeletes are files a held remote update would delete.
 	HeldRemoteDeletes []string   `json:"held_remote_deletes"`
 	LastSyncAt        *time.Time `json:"last_sync_at"`
+	// GitRefused is what in the agent's .git memfsd would not read.
+	GitRefused []string `json:"git_refused"`
 }
 
 func (p *proc) turn(id string) turnResult {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -216,6 +217,7 @@ func (g *globals) config() (*agent.Config, error) {
 		return nil, fmt.Errorf("flag --max-file-bytes: must be positive, got %d", g.maxFileBytes)
 	}
 	cfg.MaxFileBytes = g.maxFileBytes
+	gitstore.SetMaxObjectSize(g.maxFileBytes) // every file it may commit can be read back
 	cfg.NoFrontMatterRules = g.noFMRules
 	if len(g.secretPatterns) > 0 {
 		cfg.SecretPatterns = memtool.DefaultSecretPatterns()
