@@ -133,7 +133,7 @@ func (d *Daemon) MCPListenHandler() http.Handler {
 		rest, ok := strings.CutPrefix(r.URL.Path, "/agents/")
 		id, tail, _ := strings.Cut(rest, "/")
 		if !ok || tail != "mcp" || agent.ValidateID(id) != nil {
-			writeError(w, http.StatusNotFound, fmt.Errorf("not found: %s; each agent's MCP is at /agents/<id>/mcp, with its token (<home>/agents/<id>/%s) as Authorization: Bearer", r.URL.Path, MCPTokenName))
+			writeError(w, http.StatusNotFound, fmt.Errorf("not found: %s; each agent's MCP is at /agents/ID/mcp, with its own token (the file agents/ID/%s in memfsd's home) as Authorization: Bearer", r.URL.Path, MCPTokenName))
 			return
 		}
 		got, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -143,7 +143,7 @@ func (d *Daemon) MCPListenHandler() http.Handler {
 				d.log.Warn("mcp-listen: the agent's token file cannot be used; its requests are refused", "agent", id, "err", err)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memfsd"`)
-			writeError(w, http.StatusUnauthorized, fmt.Errorf("unauthorized: %s needs agent %s's own token, in <home>/agents/%s/%s, as Authorization: Bearer <token>", MCPListenPath(id), id, id, MCPTokenName))
+			writeError(w, http.StatusUnauthorized, fmt.Errorf("unauthorized: %s needs agent %s's own token (the file agents/%s/%s in memfsd's home) as Authorization: Bearer", MCPListenPath(id), id, id, MCPTokenName))
 			return
 		}
 		h := l.handler(d.mcpHost(id))
