@@ -33,6 +33,11 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 				p.srv.ResourceUpdated(ctx, req.Params)
 			}
 		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			if p.srv != nil {
+				p.resourceListChanged()
+			}
+		},
 	})
 	up, err := c.Connect(ctx, t, nil)
 	if err != nil {
@@ -125,6 +130,23 @@ func (p *Proxy) forward(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// listChangedURI is a resource this proxy's server holds for an instant
+// (resourceListChanged); never listed nor read: both are forwarded.
+const listChangedURI = "memfsd-proxy://list-changed"
+
+// resourceListChanged tells this server's sessions what the upstream told
+// the proxy: notifications/resources/list_changed (a write added or
+// removed a file). The SDK sends it when the server's own resource list
+// changes, and has no call to send it otherwise: a resource added and
+// taken back at once does it (one notification: the SDK folds changes
+// 10 ms apart into one).
+func (p *Proxy) resourceListChanged() {
+	p.srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: "list-changed"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, mcp.ResourceNotFoundError(listChangedURI)
+	})
+	p.srv.RemoveResources(listChangedURI)
 }
 
 // orEmpty is p, or the empty params for a request that came without.

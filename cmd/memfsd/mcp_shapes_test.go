@@ -22,11 +22,18 @@ type rawSession struct {
 	out   *bufio.Reader
 	lines chan []byte
 	logs  *syncBuffer
+	// onNotification, when set, is told each notification's method read
+	// while waiting for an answer (or by drain).
+	onNotification func(method string)
 }
 
 func startRawMCP(t *testing.T, srv *gitserver.Server, home string, args ...string) *rawSession {
 	t.Helper()
-	cmd := execMemfsd(append([]string{"mcp", "--home", home, "--base-url", srv.URL}, args...)...)
+	full := []string{"mcp", "--base-url", srv.URL}
+	if home != "" {
+		full = append(full, "--home", home)
+	}
+	cmd := execMemfsd(append(full, args...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +88,30 @@ func (s *rawSession) ask(id, line string) string {
 				return ""
 			}
 			var m struct {
-				ID json.RawMessage `json:"id"`
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
 			}
 			if json.Unmarshal(got, &m) == nil && string(m.ID) == id {
 				return canonical(got)
 			}
+			if len(m.ID) == 0 && m.Method != "" && s.onNotification != nil {
+				s.onNotification(m.Method)
+			}
 		case <-timeout:
 			s.t.Fatalf("no answer to %s in 30 s", line)
+		}
+	}
+}
+
+// drain reads on until the session ends, telling onNotification.
+func (s *rawSession) drain() {
+	for got := range s.lines {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(got, &m) == nil && len(m.ID) == 0 && m.Method != "" && s.onNotification != nil {
+			s.onNotification(m.Method)
 		}
 	}
 }
@@ -202,6 +226,50 @@ func TestMCP_RawShapesThroughDaemon(t *testing.T) {
 			}
 			if len(solo) != len(proxied) {
 				t.Errorf("%d answers in-process, %d through the daemon", len(solo), len(proxied))
+			}
+		})
+	}
+}
+
+// TestMCP_ListChangedThroughDaemon: a client is told
+// notifications/resources/list_changed when a write adds a file, through
+// a daemon as in-process (the initialize answer promises it:
+// resources.listChanged): a client that keeps resources/list's answer
+// learns when to ask again.
+func TestMCP_ListChangedThroughDaemon(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	daemonHome := filepath.Join(t.TempDir(), "daemon")
+	startDaemon(t, srv, daemonHome, "--agent", "s")
+	for i, name := range []string{"in-process", "through the daemon"} {
+		args := []string{"--home", daemonHome}
+		if i == 0 {
+			args = []string{"--home", filepath.Join(t.TempDir(), "solo"), "--in-process"}
+		}
+		file := fmt.Sprintf("new%d.md", i)
+		t.Run(name, func(t *testing.T) {
+			s := startRawMCP(t, srv, "", append([]string{"--agent", "s"}, args...)...)
+			s.ask("0", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			s.ask("", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			s.ask("1", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+			seen := make(chan struct{}, 1)
+			s.onNotification = func(method string) {
+				if method == "notifications/resources/list_changed" {
+					select {
+					case seen <- struct{}{}:
+					default:
+					}
+				}
+			}
+			got := s.ask("2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory","arguments":{"command":"create","path":"/memories/`+file+`","file_text":"new\n"}}}`)
+			if strings.Contains(got, `"isError":true`) {
+				t.Fatal(got)
+			}
+			go s.drain()
+			select {
+			case <-seen:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no notifications/resources/list_changed after a create added memory:///%s", file)
 			}
 		})
 	}
