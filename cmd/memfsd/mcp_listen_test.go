@@ -121,7 +121,7 @@ func TestMCP_ListenRefusesNetwork(t *testing.T) {
 	t.Parallel()
 	srv := gitserver.New(t, token)
 	for addr, want := range map[string]string{
-		fmt.Sprintf("0.0.0.0:%d", freeTCPPort(t)): "--insecure-listen",
+		fmt.Sprintf("0.0.0.0:%d", freeTCPPort(t)):        "--insecure-listen",
 		"unix://" + filepath.Join(t.TempDir(), "m.sock"): "memfsd.sock",
 	} {
 		code, out := runCLI(t, srv, t.TempDir(), "run", "--agent", "x", "--mcp-listen", addr)
