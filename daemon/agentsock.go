@@ -31,7 +31,9 @@ type agentSockets struct {
 	servers map[string]*http.Server
 	// hosts serve MCP at /mcp on each agent's own socket.
 	hosts map[string]*mcpserver.Host
-	wg    sync.WaitGroup
+	// mcpTokens: each agent gets its --mcp-listen token (mcplisten.go).
+	mcpTokens bool
+	wg        sync.WaitGroup
 }
 
 // MCPPath is where an agent's own socket serves MCP (streamable HTTP).
@@ -113,6 +115,7 @@ func (d *Daemon) openAgentSocket(id string) {
 	}
 	srv := NewServer(d.agentSocketHandler(id))
 	s.servers[id] = srv
+	d.ensureMCPToken(id)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,6 +31,11 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if p.srv != nil {
 				p.srv.ResourceUpdated(ctx, req.Params)
+			}
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			if p.srv != nil {
+				p.resourceListChanged()
 			}
 		},
 	})
@@ -88,29 +95,78 @@ func (p *Proxy) Run(ctx context.Context, t mcp.Transport) error {
 func (p *Proxy) forward(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		up := p.up
+		// A list request may come without params, or with "params": null
+		// (the TypeScript SDK sends tools/list so): the SDK hands those
+		// over as a nil pointer of the method's type. Each is then the
+		// empty params, as the in-process server takes it.
 		switch params := req.GetParams().(type) {
 		case *mcp.ListToolsParams:
+			params = orEmpty(params)
 			return answer(up.ListTools(ctx, &mcp.ListToolsParams{Meta: own(params.Meta), Cursor: params.Cursor}))
 		case *mcp.CallToolParamsRaw:
-			return answer(up.CallTool(ctx, &mcp.CallToolParams{Meta: own(params.Meta), Name: params.Name, Arguments: params.Arguments}))
+			params = orEmpty(params)
+			call := &mcp.CallToolParams{Meta: own(params.Meta), Name: params.Name}
+			if len(params.Arguments) > 0 {
+				// Absent stays absent (a nil RawMessage would be sent as
+				// null, which the tools take for other input).
+				call.Arguments = params.Arguments
+			}
+			return answer(up.CallTool(ctx, call))
 		case *mcp.ListResourcesParams:
+			params = orEmpty(params)
 			return answer(up.ListResources(ctx, &mcp.ListResourcesParams{Meta: own(params.Meta), Cursor: params.Cursor}))
 		case *mcp.ListResourceTemplatesParams:
+			params = orEmpty(params)
 			return answer(up.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: own(params.Meta), Cursor: params.Cursor}))
 		case *mcp.ReadResourceParams:
+			params = orEmpty(params)
 			return answer(up.ReadResource(ctx, &mcp.ReadResourceParams{Meta: own(params.Meta), URI: params.URI}))
 		case *mcp.ListPromptsParams:
+			params = orEmpty(params)
 			return answer(up.ListPrompts(ctx, &mcp.ListPromptsParams{Meta: own(params.Meta), Cursor: params.Cursor}))
 		case *mcp.GetPromptParams:
+			params = orEmpty(params)
 			return answer(up.GetPrompt(ctx, &mcp.GetPromptParams{Meta: own(params.Meta), Name: params.Name, Arguments: params.Arguments}))
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// answer turns a typed answer into a method's (no typed nil on error).
+// listChangedURI is a resource this proxy's server holds for an instant
+// (resourceListChanged); never listed nor read: both are forwarded.
+const listChangedURI = "memfsd-proxy://list-changed"
+
+// resourceListChanged tells this server's sessions what the upstream told
+// the proxy: notifications/resources/list_changed (a write added or
+// removed a file). The SDK sends it when the server's own resource list
+// changes, and has no call to send it otherwise: a resource added and
+// taken back at once does it (one notification: the SDK folds changes
+// 10 ms apart into one).
+func (p *Proxy) resourceListChanged() {
+	p.srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: "list-changed"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, mcp.ResourceNotFoundError(listChangedURI)
+	})
+	p.srv.RemoveResources(listChangedURI)
+}
+
+// orEmpty is p, or the empty params for a request that came without.
+func orEmpty[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
+}
+
+// answer turns a typed answer into a method's (no typed nil on error). An
+// error the upstream answered is passed on as it came (its code, message
+// and data), not wrapped in the client's "calling ...": the client sees
+// what the in-process server says.
 func answer[R mcp.Result](r R, err error) (mcp.Result, error) {
 	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, wire
+		}
 		return nil, err
 	}
 	return r, nil

@@ -44,6 +44,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		insecureListen  bool
 		mcpPushIdle     time.Duration
 		mcpBounds       mcpserver.Options
+		mcpListen       string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--agent ID]...",
@@ -143,6 +144,11 @@ func newRunCmd(g *globals) *cobra.Command {
 					cfg.Logger.Warn("listening on a network address without a credential (--insecure-listen): anyone who reaches it reads and writes every agent's memory", "listen", l.addr)
 				}
 			}
+			if mcpListen != "" {
+				if err := daemon.CheckMCPListen(mcpListen, insecureListen); err != nil {
+					return err
+				}
+			}
 			ln, err := daemon.Listen(listen)
 			if err != nil {
 				return err
@@ -154,6 +160,17 @@ func newRunCmd(g *globals) *cobra.Command {
 			}
 			// Each agent gets its own socket, serving only its routes (SPEC §8).
 			d.ServeAgentSockets(admin)
+			var mln net.Listener
+			if mcpListen != "" {
+				// Each agent's MCP on loopback TCP, behind its own token.
+				if mln, err = daemon.Listen(mcpListen); err != nil {
+					ln.Close()
+					aln.Close()
+					return fmt.Errorf("flag --mcp-listen: %w", err)
+				}
+				defer mln.Close()
+				d.ServeMCPTokens()
+			}
 			if err := d.Open(); err != nil {
 				ln.Close()
 				aln.Close()
@@ -189,8 +206,14 @@ func newRunCmd(g *globals) *cobra.Command {
 				}
 			}
 			servers := []*http.Server{daemon.NewServer(handlers[0]), daemon.NewServer(handlers[1])}
+			listeners := []net.Listener{ln, aln}
+			if mln != nil {
+				servers = append(servers, daemon.NewServer(d.MCPListenHandler()))
+				listeners = append(listeners, mln)
+				cfg.Logger.Info("mcp listening: each agent at /agents/<id>/mcp with its own token", "mcp_listen", mln.Addr().String(), "token_file", daemon.MCPTokenPath(cfg.Home, "<id>"))
+			}
 			var served sync.WaitGroup
-			for i, l := range []net.Listener{ln, aln} {
+			for i, l := range listeners {
 				served.Add(1)
 				go func() {
 					defer served.Done()
@@ -260,6 +283,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&agents, "agent", nil, "agent id to manage (repeatable; env MEMFSD_AGENT, comma-separated)")
 	f.DurationVar(&debounce, "debounce", daemon.DefaultDebounce, "quiet time after a write before it is committed (env MEMFSD_DEBOUNCE)")
 	f.DurationVar(&mcpPushIdle, "mcp-push-idle", mcpserver.DefaultPushIdle, "MCP sessions on the agents' sockets (/mcp): push this long after the last tool call (env MEMFSD_MCP_PUSH_IDLE)")
+	f.StringVar(&mcpListen, "mcp-listen", "", "also serve each agent's MCP (streamable HTTP) on this TCP address, 127.0.0.1:PORT, at /agents/<id>/mcp, to requests with that agent's own token (<home>/agents/<id>/mcp-token, made at start) as Authorization: Bearer; for MCP clients that speak HTTP, not unix sockets (env MEMFSD_MCP_LISTEN)")
 	f.DurationVar(&pullInterval, "pull-interval", 0, "fetch operators' changes between turns every this long; 0 = off (env MEMFSD_PULL_INTERVAL)")
 	f.IntVar(&mcpBounds.MaxSessions, "mcp-max-sessions", mcpserver.DefaultMaxSessions, "MCP on the agents' sockets: sessions one agent may have open (and session-less requests in flight); past it a new one is answered 429 (env MEMFSD_MCP_MAX_SESSIONS)")
 	f.DurationVar(&mcpBounds.SessionIdle, "mcp-session-idle", mcpserver.DefaultSessionIdle, "MCP on the agents' sockets: a session with no request in flight (an open stream is one) this long is ended (env MEMFSD_MCP_SESSION_IDLE)")
