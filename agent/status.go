@@ -120,6 +120,7 @@ func (a *Agent) readStatus(scan bool) Status {
 			st.LimitExceeded = a.limitsExceeded()
 			st.PersonGitInProgress = a.personGit(repo)
 			st.WriteProblems = a.writeProblems()
+			st.BlockSetsPending = a.blockSetsPending(st.LastError)
 			if scan {
 				if b, err := a.Budget(); err == nil {
 					st.Budget = &b

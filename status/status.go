@@ -107,12 +107,21 @@ type Status struct {
 	// and syncs wait on (null when none).
 	PersonGitInProgress *persongit.Status `json:"person_git_in_progress,omitempty"`
 	Ready               bool              `json:"ready"`
+	// BlockSetsPending are the operator's block sets not on the remote
+	// yet, each with why: owed until a push carries them (SPEC §13).
+	BlockSetsPending []BlockSetPending `json:"block_sets_pending,omitempty"`
 	// Waiting is every hold, rejection or problem above that waits on
 	// the operator, one line each (control characters escaped).
 	Waiting []string `json:"waiting,omitempty"`
 	// Kind is "shared" for a shared repository in `memfsd status --json`
 	// (empty for an agent).
 	Kind string `json:"kind,omitempty"`
+}
+
+// BlockSetPending is an operator's block set not on the remote yet.
+type BlockSetPending struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // TurnResult is the answer to a turn.
