@@ -20,6 +20,10 @@ type owedStatus struct {
 		Class    string `json:"class"`
 		NextStep string `json:"next_step"`
 	} `json:"last_error"`
+	PushRetry *struct {
+		NextAt time.Time `json:"next_at"`
+		Tries  int       `json:"tries"`
+	} `json:"push_retry"`
 	BlockSetsPending []struct {
 		Path   string `json:"path"`
 		Reason string `json:"reason"`
@@ -33,6 +37,90 @@ func (p *proc) owedStatus(id string) owedStatus {
 		p.t.Fatalf("status %s: %d %v", id, code, err)
 	}
 	return st
+}
+
+// failPushes makes the remote (its own, one agent's) answer 503 to the
+// next n requests of a push (memfsd's one-request POST, or the
+// receive-pack advertisement): the push fails a few times, then the
+// server recovers by itself.
+func failPushes(srv *gitserver.Server, n int) *gitserver.Fault {
+	return srv.FailNext("git-receive-pack", n, http.StatusServiceUnavailable)
+}
+
+// pushFailures is more 503s than one sync's retries take (--retry-budget
+// 300ms, --retry-max 50ms: about 10): only retries after the sync gave up
+// reach the recovered server.
+const pushFailures = 40
+
+// A write answered through the API or MCP, whose push failed, reaches the
+// remote with no further call once the server recovers: the failed push
+// is retried in the background with backoff, and the status shows it
+// (class, next step, push_retry) until then. Without the background retry
+// nothing pushes until the next turn or tool call: the write stays local.
+func TestOwed_AnsweredWritePushedWithoutAnotherCall(t *testing.T) {
+	t.Parallel()
+	for _, route := range []string{"api", "mcp"} {
+		t.Run(route, func(t *testing.T) {
+			t.Parallel()
+			srv := gitserver.New(t, token)
+			home := t.TempDir()
+			id := "owed" + route
+			p := startDaemon(t, srv, home, "--agent", id, "--mcp-push-idle", "200ms",
+				"--retry-initial", "10ms", "--retry-max", "50ms", "--retry-budget", "300ms")
+			fault := failPushes(srv, pushFailures)
+			switch route {
+			case "api":
+				var res struct {
+					IsError bool `json:"is_error"`
+				}
+				body := `{"command":"create","path":"/memories/owed.md","file_text":"an answered write\n"}`
+				if code, err := p.call("POST", "/v1/agents/"+id+"/memory", body, &res); err != nil || code != 200 || res.IsError {
+					t.Fatalf("write: %d %v %+v", code, err, res)
+				}
+				// The turn the agent's client asks for: its push fails.
+				if tr := p.turn(id); tr.Outcome == "pushed" {
+					t.Fatalf("turn pushed through the outage: %+v", tr)
+				}
+			case "mcp":
+				cs, err := mcpSocket(t, agentSock(home, id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text, isErr := mcpCall(t, cs, "memory", map[string]any{"command": "create", "path": "/memories/owed.md", "file_text": "an answered write\n"}); isErr {
+					t.Fatalf("create: %s", text)
+				}
+				// No call after it: the idle push runs, and fails.
+			}
+			// The status says the push failed, its class and next step,
+			// and that it is retried in the background.
+			seen := false
+			waitFor(t, 20*time.Second, "the write on the remote, with no further call", func() bool {
+				if !seen {
+					if st := p.owedStatus(id); st.LastError != nil && st.PushRetry != nil {
+						if st.LastError.Class != "retryable" || !strings.Contains(st.LastError.NextStep, "background") || st.PushRetry.Tries < 1 {
+							t.Fatalf("status during the outage: %+v %+v", *st.LastError, *st.PushRetry)
+						}
+						seen = true
+					}
+				}
+				out, err := gitTry(srv.RepoDir(id), "show", "main:owed.md")
+				return err == nil && out == "an answered write"
+			})
+			if n := fault.Hits.Load(); n != pushFailures {
+				t.Fatalf("the remote answered 503 %d times, want %d: the outage did not outlast one sync's retries", n, pushFailures)
+			}
+			if !seen {
+				t.Error("the status never showed the background retry (push_retry) during the outage")
+			}
+			waitFor(t, 10*time.Second, "the status clear", func() bool {
+				st := p.owedStatus(id)
+				return st.LastError == nil && st.PushRetry == nil
+			})
+			if l, r := localHead(t, home, id), remoteMain(srv, id); l != r {
+				t.Fatalf("local %s, remote %s", l, r)
+			}
+		})
+	}
 }
 
 // An operator's `block set` made during an outage stays pending; the
