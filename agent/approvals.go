@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/memfsd/memfsd/blockset"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/history"
 	"github.com/memfsd/memfsd/status"
 	"github.com/memfsd/memfsd/worktree"
 )
@@ -138,4 +140,33 @@ func (a *Agent) blockSetsPending(last *LastError) []status.BlockSetPending {
 		out = append(out, status.BlockSetPending{Path: o.Path, Reason: why})
 	}
 	return out
+}
+
+// rebaseBlockApprovals binds the approvals on record to the remote's tip
+// after a push of ours landed (blockset.Book.Rebase): a push that carried
+// the agent's commit over an owed block (and its restore) does not make
+// the operator's change superseded by the agent's own history.
+func (a *Agent) rebaseBlockApprovals(repo *gitmem.Repo) {
+	tip, err := repo.RemoteHead()
+	if err != nil || tip.IsZero() {
+		return
+	}
+	at := func(rev plumbing.Hash, path string) (plumbing.Hash, filemode.FileMode, error) {
+		f, err := repo.FileAt(path, rev.String())
+		if errors.Is(err, history.ErrNotInRevision) {
+			return plumbing.ZeroHash, 0, nil
+		}
+		return f.Blob, f.Mode, err
+	}
+	same := func(base plumbing.Hash, path string) (bool, error) {
+		b, bm, err := at(base, path)
+		if err != nil {
+			return false, err
+		}
+		t, tm, err := at(tip, path)
+		return err == nil && b == t && bm == tm, err
+	}
+	if err := a.blockSets.Rebase(a.blocksPath(), tip, same, a.log); err != nil {
+		a.log.Warn("operator's block set: binding it to the pushed tip failed; a later push may call it superseded", "err", err)
+	}
 }

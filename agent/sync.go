@@ -140,6 +140,9 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			return res, err
 		}
 	}
+	if res.Pushed > 0 {
+		a.rebaseBlockApprovals(repo)
+	}
 	_ = a.writeHeldRemote(heldRemote{}) // the remote's update is in (or there was none)
 	_ = a.writeHeldPush(heldRemote{})   // and ours went out
 	a.mu.Lock()

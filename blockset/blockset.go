@@ -227,6 +227,37 @@ func (b *Book) Outcome(file, rel string, remoteFile func(string) ([]byte, bool, 
 	return Outcome{State: "delivered"}
 }
 
+// Rebase binds each approval on record to tip, the remote's tip after a
+// push of ours landed on the tip the push's check (Live) judged, when
+// same says its path is at tip as it was at the approval's base: the
+// commits between are ours (an agent's commit over the block and the
+// restore of it, say), not another writer's, and must not count as the
+// path changed on the remote. Zero-base approvals are left as they are.
+func (b *Book) Rebase(file string, tip plumbing.Hash, same func(base plumbing.Hash, path string) (bool, error), log *slog.Logger) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	aps := b.read(file)
+	changed := false
+	for i, ap := range aps {
+		base := plumbing.NewHash(ap.Base)
+		if base.IsZero() || base == tip {
+			continue
+		}
+		ok, err := same(base, ap.Path)
+		if err != nil {
+			return err
+		}
+		if ok {
+			log.Info("operator's block set rebound to the tip our push made (the path is there as the block set found it)", "path", ap.Path, "was", ap.Base, "now", tip.String())
+			aps[i].Base, changed = tip.String(), true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return b.write(file, aps)
+}
+
 // Owed is an approval on record whose content the local history may have
 // lost: the path, the operator's bytes (checked against the blob id; nil
 // when the record predates kept content) and the blob id.

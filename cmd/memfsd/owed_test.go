@@ -124,16 +124,27 @@ func TestOwed_AnsweredWritePushedWithoutAnotherCall(t *testing.T) {
 }
 
 // An operator's `block set` made during an outage stays pending; the
-// agent's shell then resets its branch past the commit (`git reset --hard
-// HEAD~1`). The change is still owed: the next sync commits it again and
-// pushes it, the status says it is pending and why until then, and the
-// remote's tip ends with the operator's persona. Without that, the next
-// push is clean and the change never reaches the remote.
-func TestOwed_BlockSetLostByAgentResetIsAppliedAgain(t *testing.T) {
+// agent's shell then drops it: resets its branch past the commit (`git
+// reset --hard HEAD~1`), or commits its own persona over it. The change is
+// still owed: the next sync commits it again and pushes it, the status
+// says it is pending and why until then, and the remote's tip ends with
+// the operator's persona. Without that, the next push is clean (after the
+// reset) or puts the remote's old persona back (after the commit over it),
+// and the change never reaches the remote.
+func TestOwed_BlockSetLostByAgentIsAppliedAgain(t *testing.T) {
 	t.Parallel()
+	for _, drop := range []string{"reset", "commit"} {
+		t.Run(drop, func(t *testing.T) {
+			t.Parallel()
+			owedBlockSet(t, drop)
+		})
+	}
+}
+
+func owedBlockSet(t *testing.T, drop string) {
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
-	const id = "owedblock"
+	id := "owedblock" + drop
 	p := startDaemon(t, srv, home, "--agent", id, "--debounce", "10s",
 		"--retry-initial", "10ms", "--retry-max", "50ms", "--retry-budget", "300ms")
 	dir := memDir(home, id)
@@ -152,17 +163,23 @@ func TestOwed_BlockSetLostByAgentResetIsAppliedAgain(t *testing.T) {
 	if down.Hits.Load() == 0 {
 		t.Fatal("the block set's push never reached the remote")
 	}
-	// The agent's shell drops the operator's commit.
+	// The agent's shell drops the operator's change.
 	if subject := git(t, dir, "log", "-1", "--format=%s"); !strings.Contains(subject, "operator set system/persona.md") {
 		t.Fatalf("HEAD is %q, want the operator's commit", subject)
 	}
-	git(t, dir, "reset", "-q", "--hard", "HEAD~1")
-	if got, _ := os.ReadFile(filepath.Join(dir, "system", "persona.md")); string(got) == persona {
-		t.Fatal("the reset kept the operator's persona")
+	personaFile := filepath.Join(dir, "system", "persona.md")
+	switch drop {
+	case "reset":
+		git(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	case "commit":
+		os.WriteFile(personaFile, []byte("---\ndescription: the agent's own persona\nread_only: true\n---\nI am the agent's.\n"), 0o600)
+		git(t, dir, "commit", "-q", "-am", "the persona I like better")
 	}
+	// (The background retry, running during the outage, may commit the
+	// operator's persona again at once: the file is not looked at here.)
 	st := p.owedStatus(id)
 	if len(st.BlockSetsPending) != 1 || st.BlockSetsPending[0].Path != "system/persona.md" || st.BlockSetsPending[0].Reason == "" {
-		t.Fatalf("block_sets_pending after the reset = %+v", st.BlockSetsPending)
+		t.Fatalf("block_sets_pending after the agent's %s = %+v", drop, st.BlockSetsPending)
 	}
 
 	// The remote comes back; a turn (or the background retry) syncs.
@@ -176,8 +193,13 @@ func TestOwed_BlockSetLostByAgentResetIsAppliedAgain(t *testing.T) {
 		t.Fatalf("remote persona unchanged (turn %+v)", tr)
 	}
 	log := git(t, bare, "log", "--format=%s", "main")
-	if !strings.Contains(log, "operator set system/persona.md again") || strings.Contains(log, "restore read-only") {
+	// (After the agent's commit over it, a push may have put the remote's
+	// persona back first, when the commit landed during a sync's attempt.)
+	if !strings.Contains(log, "operator set system/persona.md again") || drop == "reset" && strings.Contains(log, "restore read-only") {
 		t.Fatalf("remote log:\n%s", log)
+	}
+	if got, _ := os.ReadFile(personaFile); string(got) != persona {
+		t.Fatalf("local persona = %q", got)
 	}
 	// Delivered: the status clears, and a turn after it changes nothing.
 	waitFor(t, 10*time.Second, "block_sets_pending cleared", func() bool {
