@@ -186,7 +186,9 @@ func (a *Agent) syncLoop() {
 		case <-a.ctx.Done():
 			return
 		case <-owed.C:
-			a.safely("sync", func() { a.turnOnce() })
+			// A sync, not a turn: writes still settling wait for their
+			// debounce (the commit loop's), as between turns.
+			a.safely("sync", func() { _, _ = a.Sync(a.ctx, SyncOptions{SkipScan: true}) })
 		case <-a.kick:
 			a.mu.Lock()
 			a.started++
