@@ -104,12 +104,15 @@ func (a *Agent) reapplyOwedBlocks(repo *gitmem.Repo) (int, error) {
 			return n, fmt.Errorf("operator's block set %s: write it again: %w (if the agent put a link on the way, remove it)", o.Path, err)
 		}
 		head, err := repo.CommitOperator([]string{o.Path}, "memfsd: operator set "+o.Path+" again (the agent's history lost it)")
-		if err != nil && !errors.Is(err, gitmem.ErrNothingToCommit) {
+		if errors.Is(err, gitmem.ErrNothingToCommit) {
+			continue
+		}
+		if err != nil {
 			return n, fmt.Errorf("operator's block set %s: commit it again: %w", o.Path, err)
 		}
 		n++
-		a.log.Warn("operator's block set was lost from the local history (the branch reset past it?): committed again, pushed with this sync", "path", o.Path, "commit", head.String())
-		a.blockSets.Reapplied(o.Path, fmt.Sprintf("the agent's history lost it (its branch was reset past the commit); committed again as %s, not on the remote yet", short(head)))
+		a.log.Warn("operator's block set was lost from the local history (the agent's branch reset past it, or its commit over it): committed again, pushed with this sync", "path", o.Path, "commit", head.String())
+		a.blockSets.Reapplied(o.Path, fmt.Sprintf("the agent's history lost it (its branch reset past the commit, or its own commit over it); committed again as %s, not on the remote yet", short(head)))
 	}
 	return n, nil
 }
