@@ -142,7 +142,12 @@ type Agent struct {
 	lastErr   *LastError
 	lastPush  time.Time
 	lastSync  time.Time
-	polling   bool
+	// retryAt and retryTries are the sync loop's background retry of a
+	// failed push (loop.go): when it runs next, how many ran since the
+	// last success (0: none due).
+	retryAt    time.Time
+	retryTries int
+	polling    bool
 	// repackC wakes the repack loop (which runs only with Background).
 	repackC chan struct{}
 

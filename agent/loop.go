@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -170,6 +172,12 @@ func (a *Agent) syncLoop() {
 		pull = t.C
 	}
 	var cloneRetry <-chan time.Time
+	// The background retry of a failed push (owedRetry): armed after
+	// every sync that left commits owed, with backoff between rounds.
+	rounds := a.cfg.Retry.Rounds()
+	owed := time.NewTimer(time.Hour)
+	owed.Stop()
+	defer owed.Stop()
 	for {
 		if a.repository() == nil && cloneRetry == nil {
 			cloneRetry = time.After(DefaultCloneRetry)
@@ -177,6 +185,10 @@ func (a *Agent) syncLoop() {
 		select {
 		case <-a.ctx.Done():
 			return
+		case <-owed.C:
+			// A sync, not a turn: writes still settling wait for their
+			// debounce (the commit loop's), as between turns.
+			a.safely("sync", func() { _, _ = a.Sync(a.ctx, SyncOptions{SkipScan: true}) })
 		case <-a.kick:
 			a.mu.Lock()
 			a.started++
@@ -196,7 +208,53 @@ func (a *Agent) syncLoop() {
 			cloneRetry = nil
 			a.safely("start-up sync", a.startup)
 		}
+		a.owedRetry(owed, rounds)
 	}
+}
+
+// owedRetry arms the background retry of a failed push after a sync of
+// the sync loop (its only caller: one owner per agent, so retries
+// coalesce with turns): when the last sync failed for a class that a
+// retry may cure (the server or network, another writer first) and
+// commits, writes or an operator's block set are still owed, the next
+// round runs after the backoff (rounds: the retry policy's waits, capped
+// at its Max, never giving up); a success or a failure that waits on a
+// person (auth, not_found, a hold: LastError's next step says which)
+// resets it. Every route's push is owed alike: the MCP idle push, the
+// API's turn, direct writes. Local reads only, no network, and a.mu is
+// not held across them.
+func (a *Agent) owedRetry(t *time.Timer, rounds *backoff.ExponentialBackOff) {
+	a.mu.Lock()
+	var class retry.Class
+	if a.lastErr != nil {
+		class = retry.Class(a.lastErr.Class)
+	}
+	writes := len(a.pending) > 0
+	a.mu.Unlock()
+	due := false
+	switch class {
+	case retry.ClassRetryable, retry.ClassNonFastForward, retry.ClassUnrelatedHistory:
+		due = writes || a.Ahead() > 0 || len(a.blockSets.Pending(a.blocksPath())) > 0
+	}
+	if !due {
+		t.Stop()
+		rounds.Reset()
+		a.mu.Lock()
+		if a.retryTries > 0 && a.lastErr == nil {
+			a.log.Info("background push retry: the owed commits are on the remote", "tries", a.retryTries)
+		}
+		a.retryAt, a.retryTries = time.Time{}, 0
+		a.mu.Unlock()
+		return
+	}
+	wait := rounds.NextBackOff()
+	t.Reset(wait)
+	a.mu.Lock()
+	a.retryAt = time.Now().Add(wait)
+	a.retryTries++
+	tries := a.retryTries
+	a.mu.Unlock()
+	a.log.Info("push failed; retried in the background", "class", string(class), "in", wait.Round(time.Millisecond), "tries", tries)
 }
 
 // startup clones if needed and runs the first full sync (commit what a

@@ -71,6 +71,9 @@ func (a *Agent) readStatus(scan bool) Status {
 		t := a.lastPush.UTC()
 		st.LastPushAt = &t
 	}
+	if a.retryTries > 0 {
+		st.PushRetry = &status.PushRetry{NextAt: a.retryAt.UTC(), Tries: a.retryTries}
+	}
 	if !a.lastSync.IsZero() {
 		t := a.lastSync.UTC()
 		st.LastSyncAt = &t
@@ -121,6 +124,7 @@ func (a *Agent) readStatus(scan bool) Status {
 			st.PersonGitInProgress = a.personGit(repo)
 			st.WriteProblems = a.writeProblems()
 			st.GitRefused = repo.Refused()
+			st.BlockSetsPending = a.blockSetsPending(st.LastError)
 			if scan {
 				if b, err := a.Budget(); err == nil {
 					st.Budget = &b

@@ -90,6 +90,15 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		a.holdTurn()
 		return res, fmt.Errorf("sync %s: %w (%s): memfsd's commits and syncs wait until it ends, at most until %s", a.ID, ErrPersonGitInProgress, strings.Join(pg.Signs, ", "), pg.Until.Format(time.RFC3339))
 	}
+	// The operator's block set the agent's history lost is committed
+	// again: this sync pushes it (SPEC §13).
+	n, err := a.reapplyOwedBlocks(repo)
+	res.Committed += n
+	if err != nil {
+		err = retry.Wrap("sync "+a.ID, err)
+		a.recordErr(err, 1)
+		return res, err
+	}
 	var rr gitmem.ReconcileResult
 	attempt := 0
 	out, err := retry.Do(ctx, a.cfg.Retry, "sync "+a.ID, func(ctx context.Context) error {
@@ -130,6 +139,9 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			a.recordErr(err, 1)
 			return res, err
 		}
+	}
+	if res.Pushed > 0 {
+		a.rebaseBlockApprovals(repo)
 	}
 	_ = a.writeHeldRemote(heldRemote{}) // the remote's update is in (or there was none)
 	_ = a.writeHeldPush(heldRemote{})   // and ours went out

@@ -37,6 +37,11 @@ type Approval struct {
 	Blob string `json:"blob"`
 	Base string `json:"base"`
 	Prev string `json:"prev,omitempty"`
+	// Content is the operator's bytes (their id is Blob), kept out of the
+	// agent's reach: a block set the agent's history loses (its shell
+	// resets the branch past the commit) is applied again from them
+	// (Owed). Empty in records written before it was kept.
+	Content []byte `json:"content,omitempty"`
 }
 
 // Outcome is what became of the latest block set of a path.
@@ -45,7 +50,9 @@ type Outcome struct {
 	// "superseded" (the path changed on the remote first: the block set
 	// did not take effect).
 	State string `json:"state"`
-	// Reason says why a superseded block set did not take effect.
+	// Reason says why a superseded block set did not take effect, or
+	// what happened to a pending one (applied again after the agent's
+	// history lost it).
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -98,9 +105,10 @@ func (b *Book) Approve(file, rel string, content []byte, base, prev plumbing.Has
 	defer b.mu.Unlock()
 	old := b.read(file)
 	ap := Approval{
-		Path: rel,
-		Blob: plumbing.ComputeHash(plumbing.BlobObject, content).String(),
-		Base: base.String(),
+		Path:    rel,
+		Blob:    plumbing.ComputeHash(plumbing.BlobObject, content).String(),
+		Base:    base.String(),
+		Content: content,
 	}
 	if base.IsZero() {
 		ap.Prev = prev.String()
@@ -208,12 +216,83 @@ func (b *Book) Outcome(file, rel string, remoteFile func(string) ([]byte, bool, 
 				return Outcome{State: "delivered"}
 			}
 		}
+		if known && o.State == "pending" {
+			return o // with what happened to it, if anything did
+		}
 		return Outcome{State: "pending"}
 	}
 	if known {
 		return o
 	}
 	return Outcome{State: "delivered"}
+}
+
+// Rebase binds each approval on record to tip, the remote's tip after a
+// push of ours landed on the tip the push's check (Live) judged, when
+// same says its path is at tip as it was at the approval's base: the
+// commits between are ours (an agent's commit over the block and the
+// restore of it, say), not another writer's, and must not count as the
+// path changed on the remote. Zero-base approvals are left as they are.
+func (b *Book) Rebase(file string, tip plumbing.Hash, same func(base plumbing.Hash, path string) (bool, error), log *slog.Logger) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	aps := b.read(file)
+	changed := false
+	for i, ap := range aps {
+		base := plumbing.NewHash(ap.Base)
+		if base.IsZero() || base == tip {
+			continue
+		}
+		ok, err := same(base, ap.Path)
+		if err != nil {
+			return err
+		}
+		if ok {
+			log.Info("operator's block set rebound to the tip our push made (the path is there as the block set found it)", "path", ap.Path, "was", ap.Base, "now", tip.String())
+			aps[i].Base, changed = tip.String(), true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return b.write(file, aps)
+}
+
+// Owed is an approval on record whose content the local history may have
+// lost: the path, the operator's bytes (checked against the blob id; nil
+// when the record predates kept content) and the blob id.
+type Owed struct {
+	Path    string
+	Blob    plumbing.Hash
+	Content []byte
+}
+
+// Pending lists the approvals on record (the block sets not known to be
+// on the remote yet), the record's order.
+func (b *Book) Pending(file string) []Owed {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []Owed
+	for _, ap := range b.read(file) {
+		o := Owed{Path: ap.Path, Blob: plumbing.NewHash(ap.Blob)}
+		if ap.Content != nil && plumbing.ComputeHash(plumbing.BlobObject, ap.Content) == o.Blob {
+			o.Content = ap.Content
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// Reapplied notes that the latest block set of rel, lost from the local
+// history, was committed again (why: for the status); it stays pending
+// until a push carries it.
+func (b *Book) Reapplied(rel, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.outcomes == nil {
+		b.outcomes = map[string]Outcome{}
+	}
+	b.outcomes[rel] = Outcome{State: "pending", Reason: why}
 }
 
 // Approved reports whether the record lets blob through at rel.

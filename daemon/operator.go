@@ -95,7 +95,7 @@ func (d *Daemon) operatorRoutes(mux *http.ServeMux) {
 			if why == "" {
 				why = "turn outcome " + tr.Outcome
 			}
-			answer["error"] = fmt.Sprintf("block set %s: committed, not on the remote yet (%s); memfsd pushes it at the next sync", rel, why)
+			answer["error"] = fmt.Sprintf("block set %s: committed, not on the remote yet (%s); memfsd pushes it by itself (retried in the background; block_sets_pending in the status until it lands)", rel, why)
 			writeJSON(w, http.StatusAccepted, answer)
 		default:
 			writeJSON(w, http.StatusOK, answer)

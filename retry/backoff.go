@@ -102,3 +102,21 @@ func Do(ctx context.Context, p Policy, op string, fn func(ctx context.Context) e
 		}
 	}
 }
+
+// Rounds is the backoff between background rounds of a failed push (each
+// round a sync of its own, retried under Do): from Initial, growing by
+// Multiplier with ±50% jitter up to Max, never giving up (the status
+// shows the failure until a push lands or a person acts).
+func (p Policy) Rounds() *backoff.ExponentialBackOff {
+	if p.Initial <= 0 {
+		p = DefaultPolicy()
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.Initial
+	b.Multiplier = max(p.Multiplier, 1)
+	b.MaxInterval = max(p.Max, p.Initial)
+	b.MaxElapsedTime = 0
+	b.RandomizationFactor = 0.5
+	b.Reset()
+	return b
+}

@@ -54,7 +54,7 @@ func (c Class) Held() bool {
 func (c Class) NextStep() string {
 	switch c {
 	case ClassRetryable:
-		return "the server or network failed for now; commits stay local and are pushed at the next sync"
+		return "the server or network failed for now; commits stay local and memfsd pushes them by itself: retried in the background with backoff (push_retry in the status) and at the next sync"
 	case ClassNonFastForward:
 		return "another writer pushed first; the next sync fetches and replays local commits onto theirs"
 	case ClassUnrelatedHistory:

@@ -111,12 +111,32 @@ type Status struct {
 	// and syncs wait on (null when none).
 	PersonGitInProgress *persongit.Status `json:"person_git_in_progress,omitempty"`
 	Ready               bool              `json:"ready"`
+	// BlockSetsPending are the operator's block sets not on the remote
+	// yet, each with why: owed until a push carries them (SPEC §13).
+	BlockSetsPending []BlockSetPending `json:"block_sets_pending,omitempty"`
+	// PushRetry is the background retry of a failed push (null when
+	// none is due): commits are owed until a push carries them.
+	PushRetry *PushRetry `json:"push_retry,omitempty"`
 	// Waiting is every hold, rejection or problem above that waits on
 	// the operator, one line each (control characters escaped).
 	Waiting []string `json:"waiting,omitempty"`
 	// Kind is "shared" for a shared repository in `memfsd status --json`
 	// (empty for an agent).
 	Kind string `json:"kind,omitempty"`
+}
+
+// BlockSetPending is an operator's block set not on the remote yet.
+type BlockSetPending struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// PushRetry is the background retry of a push that failed: the next try
+// and how many ran since the last success (the failure itself, its class
+// and next step, is LastError).
+type PushRetry struct {
+	NextAt time.Time `json:"next_at"`
+	Tries  int       `json:"tries"`
 }
 
 // TurnResult is the answer to a turn.
