@@ -126,3 +126,38 @@ func TestSpares_FolderReplacedByAFile(t *testing.T) {
 		t.Fatalf("spare folder: %v %v", fi, err)
 	}
 }
+
+// TestLockedError_NamesTheRunningMemfsd: a lock another running memfsd
+// holds (the daemon, while a one-shot command waits on it; issue 39: the
+// message advised removing it) is named as that process's, never said
+// to be removable; a lock of no memfsd's still gets git's advice.
+func TestLockedError_NamesTheRunningMemfsd(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	holder := NewSpares(gitDir)
+	holder.self = procOwner{Pid: os.Getppid()} // another process, alive
+	l, err := AcquireLock(filepath.Join(gitDir, "index"), time.Second, holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Rollback()
+	waiter := NewSpares(gitDir)
+	_, err = AcquireLock(filepath.Join(gitDir, "index"), 30*time.Millisecond, waiter)
+	if err == nil {
+		t.Fatal("took a held lock")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "memfsd pid "+strconv.Itoa(os.Getppid())) || !strings.Contains(msg, "do not remove") || strings.Contains(msg, "if no git command is running") {
+		t.Errorf("a lock a running memfsd holds: %s", msg)
+	}
+	t.Log(msg)
+
+	other := filepath.Join(gitDir, "HEAD.lock") // git's own: no spare behind it
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLock(filepath.Join(gitDir, "HEAD"), 30*time.Millisecond, waiter)
+	if err == nil || !strings.Contains(err.Error(), "remove "+other+" if no git command is running") {
+		t.Errorf("a lock of git's: %v", err)
+	}
+}
