@@ -121,6 +121,10 @@ type TurnResult struct {
 	Pushed  int    `json:"pushed"`
 	Status  Status `json:"status"`
 	Error   string `json:"error,omitempty"`
+	// Class and NextStep are Error's class and what to do about it
+	// (empty without an error).
+	Class    string `json:"class,omitempty"`
+	NextStep string `json:"next_step,omitempty"`
 }
 
 func State(st Status, broken bool) string {

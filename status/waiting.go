@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memfsd/memfsd/retry"
 )
 
 // Waiting lists, one short line each, what in st waits on the operator
@@ -60,7 +62,7 @@ func listPaths(paths []string) string {
 
 // errorLine is a last error as one line: class, message, next step.
 func errorLine(e *LastError) string {
-	s := e.Class + ": " + strings.TrimPrefix(strings.TrimSpace(e.Message), e.Class+": ")
+	s := retry.OneClass(e.Class, e.Message)
 	if e.NextStep != "" {
 		s += " (next: " + e.NextStep + ")"
 	}
