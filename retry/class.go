@@ -104,6 +104,11 @@ func Wrap(op string, err error) error {
 	if h := unresolvedHost(err); h != nil {
 		// The host, not go-git's words for the lookup.
 		err = h
+	} else if h := hostStatus(err); h != nil {
+		// The remote's status and words, not go-git's.
+		err = h
+	} else {
+		err = withoutUnexpected(err)
 	}
 	return &Error{Op: op, Class: c, RetryAfter: after, Err: err}
 }
