@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -42,6 +43,17 @@ func Waiting(st Status) []string {
 	}
 	add("path_skipped", skipped, "git cannot track these paths; rename them")
 	add("conflicts", st.Conflicts, "both versions kept: merge them and delete the conflict copy")
+	// Direct writes not saved, by cause: the cause as --json names it,
+	// each file as the reminder describes it, the next step.
+	for _, c := range writeProblemSteps {
+		var files []string
+		for _, w := range st.WriteProblems {
+			if w.Cause == c.cause || c.cause == reminders.CauseWriteFailed && !knownCause(w.Cause) {
+				files = append(files, w.Describe())
+			}
+		}
+		add(c.cause, files, c.next)
+	}
 	if st.TokenFileProblem != "" {
 		out = append(out, "token_file_problem: "+st.TokenFileProblem)
 	}
@@ -50,6 +62,19 @@ func Waiting(st Status) []string {
 		out[i] = OneLine(out[i])
 	}
 	return out
+}
+
+// writeProblemSteps are the causes of a direct write not saved
+// (status.WriteProblems) and the operator's next step for each.
+var writeProblemSteps = []struct{ cause, next string }{
+	{reminders.CauseTooLarge, "not committed: split the file or delete it, or raise --max-file-bytes; committed once it fits"},
+	{reminders.CauseBadName, "not committed: rename it to a plain name; committed then"},
+	{reminders.CauseDiskFull, "not committed: free space on the disk holding the memory; committed once there is room"},
+	{reminders.CauseWriteFailed, "not committed: see the cause; committed as soon as storing it works"},
+}
+
+func knownCause(c string) bool {
+	return c == reminders.CauseTooLarge || c == reminders.CauseBadName || c == reminders.CauseDiskFull
 }
 
 // listPaths names up to three paths and counts the rest.
