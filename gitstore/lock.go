@@ -163,10 +163,22 @@ func lockedError(path string, wait time.Duration, sp *Spares) error {
 			if o != thisProcess() {
 				who = fmt.Sprintf("memfsd pid %d%s", o.Pid, procCommand(o.Pid))
 			}
-			return fmt.Errorf("%w (waited %s%s): held by %s, which is running: it lets go when its step ends (do not remove %s); try again then", ErrLocked, wait, held, who, path)
+			return &heldByMemfsd{fmt.Errorf("%w (waited %s%s): held by %s, which is running: it lets go when its step ends (do not remove %s); try again then", ErrLocked, wait, held, who, path)}
 		}
 	}
 	return fmt.Errorf("%w (waited %s%s): a git command may be running, e.g. `git commit` with its editor open; remove %s if no git command is running", ErrLocked, wait, held, path)
+}
+
+// heldByMemfsd is ErrLocked for a lock a running memfsd holds: its next
+// step is to wait, never to remove the lock (retry.NextStep uses it).
+type heldByMemfsd struct{ err error }
+
+func (e *heldByMemfsd) Error() string { return e.err.Error() }
+func (e *heldByMemfsd) Unwrap() error { return e.err }
+
+// NextStep implements retry.Stepper.
+func (e *heldByMemfsd) NextStep() string {
+	return "another memfsd process (named above: the daemon, or a one-shot command beside it) holds the lock for one step: nothing to remove; memfsd tries again at the next sync (a one-shot command beside a running daemon goes through it)"
 }
 
 // lockHolder is the live memfsd process whose spare file (in spareDir) the

@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -151,6 +152,10 @@ func TestLockedError_NamesTheRunningMemfsd(t *testing.T) {
 		t.Errorf("a lock a running memfsd holds: %s", msg)
 	}
 	t.Log(msg)
+	var s interface{ NextStep() string }
+	if !errors.As(err, &s) || strings.Contains(s.NextStep(), "remove") && !strings.Contains(s.NextStep(), "nothing to remove") {
+		t.Errorf("next step of a lock a running memfsd holds: %v", s)
+	}
 
 	other := filepath.Join(gitDir, "HEAD.lock") // git's own: no spare behind it
 	if err := os.WriteFile(other, nil, 0o644); err != nil {
