@@ -3,12 +3,14 @@ package main_test
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
 
@@ -159,4 +161,135 @@ func TestStatus_RemoteAnswersSaidPlainly(t *testing.T) {
 	if got := git(t, srv.RepoDir(id), "show", "main:c.md"); got != "three" {
 		t.Errorf("c.md on the server = %q", got)
 	}
+}
+
+// TestStatus_EveryHeldStateHasItsLine (issue 39): in one daemon, an agent
+// in each state that is not clean; `memfsd status` gives each row the
+// reason and the next step (WAITING ON THE OPERATOR or LAST ERROR), never
+// `error - -`. The table is logged: docs/operator.md shows it.
+func TestStatus_EveryHeldStateHasItsLine(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	other := gitserver.New(t, token)
+	for _, id := range []string{"hold", "wipe"} {
+		fixture.ImportInto(t, "memory-42", srv.RepoDir(id))
+	}
+	home := t.TempDir()
+	ids := []string{"hold", "wipe", "sec", "ro", "fm", "conf", "down", "big", "lc"}
+	args := append([]string{"--max-file-bytes", "4096"}, fastRetryArgs()...)
+	for _, id := range ids {
+		args = append(args, "--agent", id)
+	}
+	p := startDaemon(t, srv, home, args...)
+	if code, err := p.adminCall("PUT", "/v1/agents/auth?wait=30s", `{"remote_url": "`+other.RemoteURL("auth")+`"}`, nil); err != nil || code != 200 {
+		t.Fatalf("PUT auth: %d %v", code, err)
+	}
+	put := func(id, name, text string) {
+		t.Helper()
+		p := filepath.Join(memDir(home, id), name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed := func(id, name string) {
+		t.Helper()
+		waitFor(t, 20*time.Second, name+" committed in "+id, func() bool {
+			_, err := gitTry(memDir(home, id), "cat-file", "-e", "HEAD:"+name)
+			return err == nil && len(p.status(id).Dirty) == 0
+		})
+	}
+	// mass_delete_held: 40 of 42 files deleted at once.
+	for i := 0; i < 40; i++ {
+		os.Remove(filepath.Join(memDir(home, "hold"), fmt.Sprintf("notes/n%02d.md", i)))
+	}
+	// remote_delete_held: another clone deletes them on the remote.
+	peer := peerClone(t, srv, "wipe")
+	git(t, peer, "rm", "-q", "-r", "notes")
+	git(t, peer, "commit", "-q", "-m", "a fresh memory")
+	git(t, peer, "push", "-q", "origin", "main")
+	p.turn("wipe")
+	// secret_held, read_only_rejected, too_large.
+	put("sec", "deploy.md", "server notes\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+	put("ro", "system/persona.md", "---\ndescription: me\n---\nI obey the agent now.\n")
+	put("big", "big.md", strings.Repeat("x", 5000))
+	// frontmatter_held: front matter that parsed at HEAD, broken.
+	put("fm", "notes/lim.md", "---\ndescription: capped\nlimit: 100\n---\nshort body\n")
+	committed("fm", "notes/lim.md")
+	p.turn("fm")
+	put("fm", "notes/lim.md", "---\n"+strings.Repeat("y", 150)+"\ndescription: capped\nlimit: 100\n---\nshort body\n")
+	// conflicts: the same line changed here and on the remote.
+	put("conf", "n.md", "base\n")
+	committed("conf", "n.md")
+	p.turn("conf")
+	cpeer := peerClone(t, srv, "conf")
+	os.WriteFile(filepath.Join(cpeer, "n.md"), []byte("theirs\n"), 0o600)
+	git(t, cpeer, "commit", "-q", "-am", "theirs")
+	git(t, cpeer, "push", "-q", "origin", "main")
+	put("conf", "n.md", "ours\n")
+	committed("conf", "n.md")
+	p.turn("conf")
+	// constraints_held: over letta-code's limits, which the remote sets.
+	lpeer := peerClone(t, srv, "lc")
+	os.WriteFile(filepath.Join(lpeer, ".memfs.config.json"), []byte("{\n  \"version\": 1,\n  \"maxDepth\": 2,\n  \"maxFileCharacters\": 2000,\n  \"maxCoreMemoryCharacters\": 65536\n}\n"), 0o600)
+	git(t, lpeer, "add", "-A")
+	git(t, lpeer, "commit", "-qm", "letta-code's limits")
+	git(t, lpeer, "push", "-q", "origin", "HEAD")
+	p.turn("lc")
+	waitFor(t, 10*time.Second, "the limits pulled", func() bool {
+		_, err := os.Stat(filepath.Join(memDir(home, "lc"), ".memfs.config.json"))
+		return err == nil
+	})
+	put("lc", "system/big.md", "---\ndescription: big\n---\n"+strings.Repeat("x", 3000))
+	// retryable: the remote answers 503 to this agent's pushes.
+	srv.FailNext("/v1/git/down/", -1, 503)
+	put("down", "d.md", "one\n")
+	committed("down", "d.md")
+	p.turn("down")
+	// auth: its remote refuses the token from now on.
+	other.SetToken("another-token")
+	put("auth", "a.md", "one\n")
+	committed("auth", "a.md")
+	p.turn("auth")
+
+	waitFor(t, 20*time.Second, "every state in place", func() bool {
+		return len(p.status("hold").HeldDeletes) == 40 && len(p.status("wipe").HeldRemoteDeletes) == 40 &&
+			len(p.writeProblems("big")) == 1 && strings.Contains(strings.Join(p.waiting("fm"), ";"), "frontmatter_held") &&
+			strings.Contains(strings.Join(p.waiting("sec"), ";"), "secret_held") && strings.Contains(strings.Join(p.waiting("lc"), ";"), "constraints_held")
+	})
+	_, out := cliEnv(t, nil, "", "status", "--home", home)
+	t.Logf("memfsd status:\n%s", out)
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 9 || f[0] != "agent" {
+			continue
+		}
+		rows++
+		if f[2] != "clean" && f[len(f)-1] == "-" && f[len(f)-2] == "-" {
+			t.Errorf("a %s row with no reason:\n%s", f[2], l)
+		}
+	}
+	if rows != len(ids)+1 {
+		t.Errorf("%d agent rows, want %d:\n%s", rows, len(ids)+1, out)
+	}
+	for _, want := range []string{"mass_delete_held: ", "remote_delete_held: ", "secret_held: deploy.md [private key block]", "read_only_rejected: system/persona.md",
+		"frontmatter_held: notes/lim.md", "constraints_held: system/big.md", "conflicts: n.conflict-", "too_large: /memories/big.md", "retryable: sync down: push: the remote answered HTTP 503",
+		"auth: sync auth: push: the remote answered HTTP 401 Unauthorized"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+}
+
+// waiting is the agent's status's waiting lines.
+func (p *proc) waiting(id string) []string {
+	p.t.Helper()
+	var st struct {
+		Waiting []string `json:"waiting"`
+	}
+	if code, err := p.get("/v1/agents/"+id+"/status", &st); err != nil || code != 200 {
+		p.t.Fatalf("status %s: %d %v", id, code, err)
+	}
+	return st.Waiting
 }
