@@ -204,10 +204,19 @@ func lockHolder(spareDir string, fi fs.FileInfo) (procOwner, bool) {
 	return procOwner{}, false
 }
 
-// procCommand is " (`memfsd <subcommand>`)" for a memfsd process, from its
-// command line's first word after the program ("" when unknown); nothing
-// else of the command line is shown (it may hold a URL).
+// procCommand is " (`memfsd <subcommand>`)" for a memfsd process ("" when
+// unknown).
 func procCommand(pid int) string {
+	if c := procSubcommand(pid); c != "" {
+		return " (`memfsd " + c + "`)"
+	}
+	return ""
+}
+
+// procSubcommand is a memfsd process's subcommand (run, sync, ...), from
+// its command line's first word after the program ("" when unknown);
+// nothing else of the command line is shown (it may hold a URL).
+func procSubcommand(pid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return ""
@@ -218,7 +227,7 @@ func procCommand(pid int) string {
 			if len(a) > 20 || strings.Trim(a, "abcdefghijklmnopqrstuvwxyz") != "" {
 				return "" // a flag's value, not the subcommand
 			}
-			return " (`memfsd " + a + "`)"
+			return a
 		}
 	}
 	return ""
@@ -265,6 +274,15 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 		}
 		spare, mine := ours[Inode(fi)]
 		if !mine {
+			if o, ok := lockHolder(filepath.Join(gitDir, "memfsd", "spare"), fi); ok {
+				// Another memfsd that runs (the daemon, or a one-shot
+				// command beside it): its lock, for one step.
+				if log != nil {
+					log.Info("a git lock is held by another memfsd process that is running: kept; it lets go when its step ends",
+						"path", p, "pid", o.Pid, "command", procSubcommand(o.Pid), "age", age.Round(time.Second).String())
+				}
+				continue
+			}
 			if log != nil {
 				log.Warn("a git lock is held, not by memfsd: kept (remove it if no git command is running)",
 					"path", p, "age", age.Round(time.Second).String())

@@ -1,7 +1,9 @@
 package gitstore
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -155,6 +157,18 @@ func TestLockedError_NamesTheRunningMemfsd(t *testing.T) {
 	var s interface{ NextStep() string }
 	if !errors.As(err, &s) || strings.Contains(s.NextStep(), "remove") && !strings.Contains(s.NextStep(), "nothing to remove") {
 		t.Errorf("next step of a lock a running memfsd holds: %v", s)
+	}
+
+	// A daemon's start-up check of stale locks keeps it, and says whose.
+	var logs bytes.Buffer
+	if err := ClearStaleLocks(gitDir, 0, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "index.lock")); err != nil {
+		t.Errorf("the running memfsd's lock was removed: %v", err)
+	}
+	if !strings.Contains(logs.String(), "held by another memfsd process that is running") || strings.Contains(logs.String(), "remove it") {
+		t.Errorf("ClearStaleLocks on a lock a running memfsd holds: %s", logs.String())
 	}
 
 	other := filepath.Join(gitDir, "HEAD.lock") // git's own: no spare behind it
