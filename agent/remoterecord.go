@@ -105,6 +105,14 @@ func (a *Agent) resolveRemote() error {
 		}
 	}
 	if sameRemote(recorded, given) || !a.remoteGiven() {
+		if p, ok := strings.CutPrefix(recorded, embedded.Scheme+"://"); ok && !sameRemote(recorded, given) {
+			// The embedded remote makes a missing repository on first
+			// use: a home moved elsewhere must not start a new one.
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("remote of %s: %w: it was recorded as %s (%s), which is not there (was the home moved?): write the embedded remote's URL in this home, %s, into %s",
+					a.ID, ErrRemoteMismatch, recorded, a.originPath(), given, a.originPath())
+			}
+		}
 		a.remoteURL = recorded
 		return nil
 	}
