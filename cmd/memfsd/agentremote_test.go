@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -142,6 +144,18 @@ func TestAgentRemote_FlagThatDisagrees(t *testing.T) {
 	}
 	if n := other.Requests(); n != 0 {
 		t.Errorf("a flag that disagrees sent %d requests to the other server", n)
+	}
+	// The daemon too: refused at start, naming both.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := exec.CommandContext(ctx, binPath, "run", "--home", home, "--base-url", other.URL, "--agent", "r1")
+	run.Env = append(os.Environ(), tok...)
+	runOut, err := run.CombinedOutput()
+	if run.ProcessState == nil || run.ProcessState.ExitCode() != 1 || !strings.Contains(string(runOut), srv.RemoteURL("r1")) || !strings.Contains(string(runOut), other.URL) {
+		t.Errorf("run with another --base-url: %v\n%s", err, runOut)
+	}
+	if n := other.Requests(); n != 0 {
+		t.Errorf("the daemon sent %d requests to the other server", n)
 	}
 	// Without a flag: the recorded remote (no embedded one is made).
 	if code, out := cliEnv(t, tok, "", "sync", "--agent", "r1", "--home", home); code != 0 {
