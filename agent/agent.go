@@ -414,6 +414,10 @@ func (a *Agent) remote() gitmem.Remote {
 	if u == "" {
 		u = a.RemoteOverride()
 	}
+	if u == "" && !a.shared {
+		// Not opened (Open settles it): the agent's recorded remote.
+		u = RecordedRemote(a.cfg, a.ID)
+	}
 	if u != "" && u != r.URL {
 		r.URL = u
 		if r.Auth == nil && a.cfg.HasToken() && !isEmbedded(u) {
