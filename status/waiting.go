@@ -54,6 +54,10 @@ func Waiting(st Status) []string {
 		}
 		add(c.cause, files, c.next)
 	}
+	if !st.Ready && st.LastError == nil && st.State == StateError {
+		// No repository yet and no failure to show: say what goes on.
+		out = append(out, "not_ready: the memory folder is not cloned or opened yet (the first clone is under way, and tried again every 30 s; memfsd turn --agent "+id+" tries now)")
+	}
 	if st.TokenFileProblem != "" {
 		out = append(out, "token_file_problem: "+st.TokenFileProblem)
 	}

@@ -3,6 +3,8 @@ package status
 import (
 	"strings"
 	"testing"
+
+	"github.com/memfsd/memfsd/reminders"
 )
 
 // A last error whose text holds a newline (an auth error's server
@@ -25,5 +27,35 @@ func TestErrorLine_OneLine(t *testing.T) {
 	w := Waiting(st)
 	if len(w) != 1 || w[0] != `mass_delete_held: x\n.md, b, c and 1 more (memfsd sync --agent a --accept-deletes, or --restore-deletes)` {
 		t.Fatalf("waiting = %q", w)
+	}
+}
+
+// A row in state error has its reason: write problems by cause (the
+// cause as --json names it, each file as the reminder describes it, the
+// next step), an agent not cloned yet (issue 39: both were "error - -").
+func TestWaiting_EveryErrorHasItsLine(t *testing.T) {
+	t.Parallel()
+	st := Status{Agent: "a", Ready: true, WriteProblems: []reminders.WriteProblem{
+		{Path: "big.md", Cause: reminders.CauseTooLarge, Size: 5000, Limit: 4096},
+		{Path: "x\ty.md", Cause: reminders.CauseBadName},
+		{Path: "fill.bin", Cause: reminders.CauseDiskFull},
+		{Path: "odd.md", Cause: reminders.CauseWriteFailed, Detail: "input/output error\nmore"},
+	}}
+	st.State = State(st, false)
+	got := strings.Join(Waiting(st), "\n")
+	for _, want := range []string{
+		"too_large: /memories/big.md (too large: 5000 bytes, the cap is 4096) (not committed: split the file or delete it, or raise --max-file-bytes; committed once it fits)",
+		`bad_name: "/memories/x\ty.md" (bad name: a control character or bytes that are not UTF-8) (not committed: rename it`,
+		"disk_full: /memories/fill.bin (disk full) (not committed: free space on the disk holding the memory",
+		"write_failed: /memories/odd.md (input/output error) (not committed: see the cause",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("waiting lacks %q:\n%s", want, got)
+		}
+	}
+	fresh := Status{Agent: "b"}
+	fresh.State = State(fresh, true)
+	if w := Waiting(fresh); fresh.State != StateError || len(w) != 1 || !strings.HasPrefix(w[0], "not_ready: ") || !strings.Contains(w[0], "memfsd turn --agent b") {
+		t.Errorf("an agent not cloned yet: %s %q", fresh.State, w)
 	}
 }
