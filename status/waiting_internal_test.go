@@ -3,6 +3,7 @@ package status
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/reminders"
 )
@@ -57,5 +58,21 @@ func TestWaiting_EveryErrorHasItsLine(t *testing.T) {
 	fresh.State = State(fresh, true)
 	if w := Waiting(fresh); fresh.State != StateError || len(w) != 1 || !strings.HasPrefix(w[0], "not_ready: ") || !strings.Contains(w[0], "memfsd turn --agent b") {
 		t.Errorf("an agent not cloned yet: %s %q", fresh.State, w)
+	}
+}
+
+// The agent's reminder of a failed sync names the class once (issue 39:
+// "delayed (retryable after 3 attempts: sync a3: retryable: push: ...)").
+func TestBuildReminders_ClassOnce(t *testing.T) {
+	t.Parallel()
+	st := Status{Agent: "a3", Ahead: 1, LastError: &LastError{Class: "retryable", Attempts: 3,
+		Message: "sync a3: retryable: push: the remote answered HTTP 503 Service Unavailable to a push on http://h/v1/git/a3/state.git"}}
+	rs := BuildReminders(st, time.Now())
+	if len(rs) == 0 {
+		t.Fatal("no reminder")
+	}
+	text := rs[0].Text
+	if !strings.Contains(text, "(retryable after 3 attempts: sync a3: push: the remote answered HTTP 503") || strings.Count(text, "retryable") != 1 {
+		t.Errorf("reminder = %q", text)
 	}
 }
