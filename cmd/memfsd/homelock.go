@@ -122,8 +122,12 @@ func (g *globals) besideDaemon(what, id string, notManaged bool) error {
 	}
 	admin := g.adminAddr(home)
 	if notManaged {
-		return fmt.Errorf("%s --agent %s: the daemon on home %s (memfsd pid %d) does not manage agent %s, and a command beside it does not work on the agent's repository itself: add the agent to the daemon (curl --unix-socket %s -X PUT http://memfsd/v1/agents/%s), then run this again; or stop the daemon first",
-			what, id, home, pid, id, strings.TrimPrefix(admin, "unix://"), id)
+		add := "curl -X PUT -H 'Authorization: Bearer <admin token>' http://" + admin + "/v1/agents/" + id
+		if path, ok := strings.CutPrefix(admin, "unix://"); ok {
+			add = "curl --unix-socket " + path + " -X PUT http://memfsd/v1/agents/" + id
+		}
+		return fmt.Errorf("%s --agent %s: the daemon on home %s (memfsd pid %d) does not manage agent %s, and a command beside it does not work on the agent's repository itself: add the agent to the daemon (%s), then run this again; or stop the daemon first",
+			what, id, home, pid, id, add)
 	}
 	return fmt.Errorf("%s --agent %s: a daemon runs on home %s (memfsd pid %d) but this command could not reach it on %s or %s, and a command beside it does not work on the agent's repository itself: give this command the daemon's --listen and --admin-listen (and their token files), or stop the daemon first",
 		what, id, home, pid, g.listenAddr(home), admin)
