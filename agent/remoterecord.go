@@ -89,9 +89,16 @@ func (a *Agent) resolveRemote() error {
 		if err != nil {
 			return fmt.Errorf("remote of %s: %w", a.ID, err)
 		}
+		_, herr := os.Lstat(filepath.Join(a.Dir(), ".git", "HEAD"))
 		switch {
+		case origin == "" && herr == nil && !a.remoteGiven():
+			// A repository memfsd made always has an origin: without
+			// one (and no record), only the operator says where it goes.
+			return fmt.Errorf("remote of %s: %w: no remote is recorded (%s) and its repository has no origin: give the agent's remote with --base-url or --remote-template (it is recorded then), or write it into %s",
+				a.ID, ErrRemoteMismatch, a.originPath(), a.originPath())
 		case origin == "":
-			// Never cloned (or no origin): the first clone records it.
+			// Never cloned, or the operator gives the remote: the first
+			// clone (or open) records it.
 			a.remoteURL = given
 			return nil
 		case sameRemote(origin, given):

@@ -48,3 +48,27 @@ func TestRemoteRecord_MovedHomeMakesNoNewEmbeddedRemote(t *testing.T) {
 		t.Fatal("a new embedded remote was made at the old home")
 	}
 }
+
+// TestRemoteRecord_NoOriginNeedsTheOperator: a repository with no origin
+// and no record (memfsd always writes one: someone removed it) is not
+// given the default embedded remote: refused until the operator names one.
+func TestRemoteRecord_NoOriginNeedsTheOperator(t *testing.T) {
+	root := t.TempDir()
+	cfg := &agent.Config{Home: filepath.Join(root, "home")}
+	a, err := agent.New(cfg, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.Close(context.Background())
+	os.Remove(filepath.Join(root, "home", "agents", "n", "origin-url"))
+	git(t, a.Dir(), "remote", "remove", "origin")
+	b, _ := agent.New(cfg, "n")
+	err = b.Open(context.Background())
+	b.Close(context.Background())
+	if !errors.Is(err, agent.ErrRemoteMismatch) || !strings.Contains(err.Error(), "has no origin") {
+		t.Fatalf("open with no origin and no record: %v", err)
+	}
+}
