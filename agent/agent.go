@@ -16,7 +16,6 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/blockset"
-	"github.com/memfsd/memfsd/embedded"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/memcontext"
 	"github.com/memfsd/memfsd/memsearch"
@@ -97,6 +96,9 @@ type Agent struct {
 	shared bool
 	// remoteOverride is the operator's per-agent remote URL, read by New.
 	remoteOverride string
+	// remoteURL is the agent's remote as Open settled it (remoterecord.go):
+	// the recorded one, else the configuration's.
+	remoteURL string
 	// views are the attached agents' views of a shared unit (package
 	// shared; nil for an agent).
 	views Views
@@ -200,6 +202,9 @@ func New(cfg *Config, id string) (*Agent, error) {
 func (a *Agent) Open(ctx context.Context) error {
 	if err := a.ensureFolder(); err != nil {
 		return fmt.Errorf("open %s: %w", a.ID, err)
+	}
+	if err := a.resolveRemote(); err != nil {
+		return err
 	}
 	if !a.Background {
 		return a.ensureRepo(ctx)
@@ -323,6 +328,11 @@ func (a *Agent) ensureRepo(ctx context.Context) error {
 	if err != nil {
 		return retry.Wrap("clone "+a.ID, err)
 	}
+	// The remote it was cloned from is the agent's from now on.
+	if err := a.recordRemote(a.remote().URL); err != nil {
+		repo.Close()
+		return err
+	}
 	initialised, err := a.initialiseIfEmpty(repo)
 	if err != nil {
 		repo.Close()
@@ -405,9 +415,17 @@ const remoteFile = "remote-url"
 // recorded, else the configuration's (template, base URL or embedded).
 func (a *Agent) remote() gitmem.Remote {
 	r := a.cfg.Remote(a.ID)
-	if u := a.RemoteOverride(); u != "" {
+	u := a.remoteURL
+	if u == "" {
+		u = a.RemoteOverride()
+	}
+	if u == "" && !a.shared {
+		// Not opened (Open settles it): the agent's recorded remote.
+		u = RecordedRemote(a.cfg, a.ID)
+	}
+	if u != "" && u != r.URL {
 		r.URL = u
-		if r.Auth == nil && a.cfg.HasToken() && !strings.HasPrefix(u, embedded.Scheme+"://") {
+		if r.Auth == nil && a.cfg.HasToken() && !isEmbedded(u) {
 			r.Auth = a.cfg.AuthFor()
 		}
 	}

@@ -306,14 +306,19 @@ func (a *Agent) Turn(done <-chan struct{}, wait time.Duration) TurnResult {
 		}()
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for a.finished < target {
 		if !time.Now().Before(deadline) || a.ctx.Err() != nil || isDone(done) {
-			return TurnResult{Outcome: OutcomeDelayed, Error: "the sync is still running; it goes on in the background"}
+			a.mu.Unlock()
+			// The status as it stands (bounded: the running sync does
+			// not hold it), never an object with every field empty.
+			return TurnResult{Outcome: OutcomeDelayed, Error: "the sync is still running; it goes on in the background",
+				NextStep: "nothing to do: the sync goes on in the background and pushes what is committed; memfsd status shows when it ended", Status: a.Status(false)}
 		}
 		a.done.Wait()
 	}
-	return a.last
+	last := a.last
+	a.mu.Unlock()
+	return last
 }
 
 func isDone(done <-chan struct{}) bool {
@@ -337,7 +342,7 @@ func (a *Agent) turnOnce() TurnResult {
 	}
 	tr := TurnResult{Outcome: out, Pushed: res.Pushed}
 	if err != nil {
-		tr.Error = err.Error()
+		tr.Error, tr.Class, tr.NextStep = err.Error(), string(retry.ClassOf(err)), retry.NextStep(err)
 	}
 	tr.Status = a.Status(false)
 	if werr := WriteProblemsError(tr.Status.WriteProblems); werr != nil && err == nil {

@@ -233,7 +233,10 @@ func ReadStatus(cfg *Config, id string, parts ...func(*Agent, *gitmem.Repo, *Sta
 	if err != nil {
 		return Status{}, err
 	}
-	repo, err := gitmem.Open(a.Dir(), gitmem.Remote{URL: cfg.RemoteURL(id)}, gitmem.Options{Logger: cfg.Logger})
+	// The remote it shows is the agent's own (its record), not the
+	// command's flags.
+	a.remoteURL = RemoteOf(cfg, id)
+	repo, err := gitmem.Open(a.Dir(), gitmem.Remote{URL: a.remoteURL}, gitmem.Options{Logger: cfg.Logger})
 	if err != nil {
 		return Status{}, err
 	}

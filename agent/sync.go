@@ -122,7 +122,8 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		// A hold, not a failure: the state says so (held_remote_deletes,
 		// held_deletes).
 		a.clearErr()
-		return res, fmt.Errorf("sync %s: %w (the operator runs memfsd sync --agent %s --accept-deletes to take the deletions, or --restore-deletes to keep the files)", a.ID, err, a.ID)
+		// (err names the operation already: "sync <id>: <class>: ...".)
+		return res, fmt.Errorf("%w (the operator runs memfsd sync --agent %s --accept-deletes to take the deletions, or --restore-deletes to keep the files)", err, a.ID)
 	}
 	if err != nil {
 		a.log.Warn("sync failed", "class", string(retry.ClassOf(err)), "attempts", res.Attempts, "err", err)

@@ -41,6 +41,10 @@ type Source struct {
 	mu      sync.Mutex  // serialises re-reads
 	stamp   os.FileInfo // the file as last read well (nil: read again next time)
 	problem string      // why the file's token is not in use ("" when it is)
+
+	// changed gets a signal (never blocking) when the token in use
+	// changes or the file's problem clears (Changed).
+	changed chan struct{}
 }
 
 type tokenState struct {
@@ -56,7 +60,7 @@ func New(file, fallback string, log *slog.Logger) (*Source, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Source{file: file, log: log}
+	c := &Source{file: file, log: log, changed: make(chan struct{}, 1)}
 	c.cur.Store(&tokenState{token: fallback})
 	tok, fi, err := c.read()
 	if errors.Is(err, errEmptyToken) && fallback == "" {
@@ -161,6 +165,7 @@ func (c *Source) reloadLocked() {
 	if c.problem != "" {
 		c.problem = ""
 		c.log.Info("token file readable again", "token_file", c.file)
+		c.signal()
 	}
 	old := c.cur.Load()
 	if tok == old.token {
@@ -168,7 +173,20 @@ func (c *Source) reloadLocked() {
 	}
 	c.cur.Store(&tokenState{token: tok, gen: old.gen + 1})
 	c.log.Info("token file changed: the next request of every agent sends the new token", "token_file", c.file)
+	c.signal()
 }
+
+func (c *Source) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Changed signals (for one reader) that the token in use changed or the
+// file's problem cleared: what failed for the old token can be tried
+// again at once.
+func (c *Source) Changed() <-chan struct{} { return c.changed }
 
 // noteProblem keeps the last good token and warns once per distinct cause.
 func (c *Source) noteProblem(err error) {

@@ -119,3 +119,42 @@ func TestCredentials_ConcurrentRotation(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// TestCredentials_ChangedSignals: a new token, and a file readable again,
+// signal Changed (what the daemon retries the agents' auth failures on);
+// an unchanged re-read does not.
+func TestCredentials_ChangedSignals(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(p, []byte("token-one\n"), 0o600)
+	c, err := credentials.New(p, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signalled := func() bool {
+		select {
+		case <-c.Changed():
+			return true
+		default:
+			return false
+		}
+	}
+	signalled() // the first read's, if any
+	c.Reload()
+	if signalled() {
+		t.Error("an unchanged file signalled")
+	}
+	os.WriteFile(p, []byte("token-two\n"), 0o600)
+	c.Reload()
+	if !signalled() {
+		t.Error("a new token did not signal")
+	}
+	os.WriteFile(p, nil, 0o600)
+	c.Reload()
+	signalled()
+	os.WriteFile(p, []byte("token-two\n"), 0o600)
+	c.Reload()
+	if !signalled() {
+		t.Error("the file readable again did not signal")
+	}
+}

@@ -95,6 +95,25 @@ func (d *Daemon) Open() error {
 			go func() { defer d.wg.Done(); c.Watch(d.ctx) }()
 		}
 	}
+	if c := d.cfg.Credentials(); c != nil {
+		// A fixed token file is tried at once: the agents whose last
+		// sync the remote refused as auth sync again now, so their
+		// status does not keep the old error until the next turn.
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for {
+				select {
+				case <-d.ctx.Done():
+					return
+				case <-c.Changed():
+					for _, a := range d.all() {
+						a.RetryAuth()
+					}
+				}
+			}
+		}()
+	}
 	return nil
 }
 

@@ -84,7 +84,7 @@ func AcquireLock(target string, wait time.Duration, sp *Spares) (*LockFile, erro
 				spare.Close()
 				sp.give(spareName)
 			}
-			return nil, fmt.Errorf("take %s: %w", path, lockedError(path, wait))
+			return nil, fmt.Errorf("take %s: %w", path, lockedError(path, wait, sp))
 		}
 		time.Sleep(delay)
 		if delay < 20*time.Millisecond {
@@ -148,13 +148,89 @@ func (l *LockFile) Abandon() error {
 
 // lockedError says who may hold the lock at path and what to do: a
 // lock held for long is a git command waiting on a person (an editor open
-// for `git commit`) or one that crashed.
-func lockedError(path string, wait time.Duration) error {
+// for `git commit`) or one that crashed. A lock a running memfsd holds
+// (its spare file's name carries its pid) is named so, and never said to
+// be removable: it is let go when that process's step ends.
+func lockedError(path string, wait time.Duration, sp *Spares) error {
 	held := ""
-	if fi, err := os.Stat(path); err == nil {
+	fi, err := os.Lstat(path)
+	if err == nil {
 		held = fmt.Sprintf(", held for %s", time.Since(fi.ModTime()).Round(time.Second))
 	}
+	if err == nil && sp != nil {
+		if o, ok := lockHolder(sp.dir, fi); ok {
+			who := "this memfsd process"
+			if o != thisProcess() {
+				who = fmt.Sprintf("memfsd pid %d%s", o.Pid, procCommand(o.Pid))
+			}
+			return &heldByMemfsd{fmt.Errorf("%w (waited %s%s): held by %s, which is running: it lets go when its step ends (do not remove %s); try again then", ErrLocked, wait, held, who, path)}
+		}
+	}
 	return fmt.Errorf("%w (waited %s%s): a git command may be running, e.g. `git commit` with its editor open; remove %s if no git command is running", ErrLocked, wait, held, path)
+}
+
+// heldByMemfsd is ErrLocked for a lock a running memfsd holds: its next
+// step is to wait, never to remove the lock (retry.NextStep uses it).
+type heldByMemfsd struct{ err error }
+
+func (e *heldByMemfsd) Error() string { return e.err.Error() }
+func (e *heldByMemfsd) Unwrap() error { return e.err }
+
+// NextStep implements retry.Stepper.
+func (e *heldByMemfsd) NextStep() string {
+	return "another memfsd process (named above: the daemon, or a one-shot command beside it) holds the lock for one step: nothing to remove; memfsd tries again at the next sync (a one-shot command beside a running daemon goes through it)"
+}
+
+// lockHolder is the live memfsd process whose spare file (in spareDir) the
+// lock fi is a link to.
+func lockHolder(spareDir string, fi fs.FileInfo) (procOwner, bool) {
+	if nlink(fi) < 2 || !fi.Mode().IsRegular() {
+		return procOwner{}, false
+	}
+	entries, err := os.ReadDir(spareDir)
+	if err != nil {
+		return procOwner{}, false
+	}
+	ino := Inode(fi)
+	for _, e := range entries {
+		o, ok := spareOwner(e.Name())
+		if !ok {
+			continue
+		}
+		if sfi, err := e.Info(); err == nil && Inode(sfi) == ino && o.Alive() {
+			return o, true
+		}
+	}
+	return procOwner{}, false
+}
+
+// procCommand is " (`memfsd <subcommand>`)" for a memfsd process ("" when
+// unknown).
+func procCommand(pid int) string {
+	if c := procSubcommand(pid); c != "" {
+		return " (`memfsd " + c + "`)"
+	}
+	return ""
+}
+
+// procSubcommand is a memfsd process's subcommand (run, sync, ...), from
+// its command line's first word after the program ("" when unknown);
+// nothing else of the command line is shown (it may hold a URL).
+func procSubcommand(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	for _, a := range args[1:] {
+		if a != "" && !strings.HasPrefix(a, "-") {
+			if len(a) > 20 || strings.Trim(a, "abcdefghijklmnopqrstuvwxyz") != "" {
+				return "" // a flag's value, not the subcommand
+			}
+			return a
+		}
+	}
+	return ""
 }
 
 // ClearStaleLocks removes the lock files under gitDir (index.lock,
@@ -198,6 +274,15 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 		}
 		spare, mine := ours[Inode(fi)]
 		if !mine {
+			if o, ok := lockHolder(filepath.Join(gitDir, "memfsd", "spare"), fi); ok {
+				// Another memfsd that runs (the daemon, or a one-shot
+				// command beside it): its lock, for one step.
+				if log != nil {
+					log.Info("a git lock is held by another memfsd process that is running: kept; it lets go when its step ends",
+						"path", p, "pid", o.Pid, "command", procSubcommand(o.Pid), "age", age.Round(time.Second).String())
+				}
+				continue
+			}
 			if log != nil {
 				log.Warn("a git lock is held, not by memfsd: kept (remove it if no git command is running)",
 					"path", p, "age", age.Round(time.Second).String())

@@ -1,6 +1,9 @@
 package gitstore
 
 import (
+	"bytes"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -124,5 +127,56 @@ func TestSpares_FolderReplacedByAFile(t *testing.T) {
 	f.Close()
 	if fi, err := os.Lstat(filepath.Dir(name)); err != nil || !fi.IsDir() {
 		t.Fatalf("spare folder: %v %v", fi, err)
+	}
+}
+
+// TestLockedError_NamesTheRunningMemfsd: a lock another running memfsd
+// holds (the daemon, while a one-shot command waits on it; issue 39: the
+// message advised removing it) is named as that process's, never said
+// to be removable; a lock of no memfsd's still gets git's advice.
+func TestLockedError_NamesTheRunningMemfsd(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	holder := NewSpares(gitDir)
+	holder.self = procOwner{Pid: os.Getppid()} // another process, alive
+	l, err := AcquireLock(filepath.Join(gitDir, "index"), time.Second, holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Rollback()
+	waiter := NewSpares(gitDir)
+	_, err = AcquireLock(filepath.Join(gitDir, "index"), 30*time.Millisecond, waiter)
+	if err == nil {
+		t.Fatal("took a held lock")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "memfsd pid "+strconv.Itoa(os.Getppid())) || !strings.Contains(msg, "do not remove") || strings.Contains(msg, "if no git command is running") {
+		t.Errorf("a lock a running memfsd holds: %s", msg)
+	}
+	t.Log(msg)
+	var s interface{ NextStep() string }
+	if !errors.As(err, &s) || strings.Contains(s.NextStep(), "remove") && !strings.Contains(s.NextStep(), "nothing to remove") {
+		t.Errorf("next step of a lock a running memfsd holds: %v", s)
+	}
+
+	// A daemon's start-up check of stale locks keeps it, and says whose.
+	var logs bytes.Buffer
+	if err := ClearStaleLocks(gitDir, 0, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "index.lock")); err != nil {
+		t.Errorf("the running memfsd's lock was removed: %v", err)
+	}
+	if !strings.Contains(logs.String(), "held by another memfsd process that is running") || strings.Contains(logs.String(), "remove it") {
+		t.Errorf("ClearStaleLocks on a lock a running memfsd holds: %s", logs.String())
+	}
+
+	other := filepath.Join(gitDir, "HEAD.lock") // git's own: no spare behind it
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLock(filepath.Join(gitDir, "HEAD"), 30*time.Millisecond, waiter)
+	if err == nil || !strings.Contains(err.Error(), "remove "+other+" if no git command is running") {
+		t.Errorf("a lock of git's: %v", err)
 	}
 }

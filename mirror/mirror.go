@@ -102,7 +102,7 @@ func SetOnDisk(cfg *agent.Config, id, raw string) error {
 	if err != nil {
 		return err
 	}
-	if same(u, cfg.RemoteURL(id)) {
+	if same(u, agent.RemoteOf(cfg, id)) {
 		return fmt.Errorf("mirror url %q is agent %s's primary remote: the mirror must be another repository", agent.RedactURL(u), id)
 	}
 	if err := cfg.EnsurePrivateDirs(id); err != nil {

@@ -104,8 +104,33 @@ func Wrap(op string, err error) error {
 	if h := unresolvedHost(err); h != nil {
 		// The host, not go-git's words for the lookup.
 		err = h
+	} else if h := hostStatus(err); h != nil {
+		// The remote's status and words, not go-git's.
+		err = h
+	} else {
+		err = withoutUnexpected(err)
 	}
 	return &Error{Op: op, Class: c, RetryAfter: after, Err: err}
+}
+
+// WithoutClass is msg without the mention of its class that memfsd's own
+// "op: class: cause" puts in it, for a line that names the class first
+// (OneClass, `class=...`): the class said once.
+func WithoutClass(class, msg string) string {
+	msg = strings.TrimSpace(msg)
+	if class == "" {
+		return msg
+	}
+	msg = strings.TrimPrefix(msg, class+": ")
+	return strings.Replace(msg, ": "+class+": ", ": ", 1)
+}
+
+// OneClass is msg as "class: msg", the class named once.
+func OneClass(class, msg string) string {
+	if class == "" {
+		return strings.TrimSpace(msg)
+	}
+	return class + ": " + WithoutClass(class, msg)
 }
 
 // ClassOf returns the class of err (ClassNone for nil).

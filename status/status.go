@@ -145,6 +145,10 @@ type TurnResult struct {
 	Pushed  int    `json:"pushed"`
 	Status  Status `json:"status"`
 	Error   string `json:"error,omitempty"`
+	// Class and NextStep are Error's class and what to do about it
+	// (empty without an error).
+	Class    string `json:"class,omitempty"`
+	NextStep string `json:"next_step,omitempty"`
 }
 
 func State(st Status, broken bool) string {
@@ -189,7 +193,8 @@ func BuildReminders(st Status, now time.Time) []reminders.Reminder {
 		rs.BudgetExceeded = &reminders.BudgetOver{Tokens: b.Tokens, Limit: b.Limit, V2: b.Layout == budget.LayoutV2, Files: b.Files}
 	}
 	if st.LastError != nil {
-		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, reminders.AgentFacing(st.LastError.Message, st.Dir), st.LastError.Attempts
+		// The reminder names the class itself: once, not again inside.
+		rs.ErrorClass, rs.ErrorMessage, rs.Attempts = st.LastError.Class, reminders.AgentFacing(retry.WithoutClass(st.LastError.Class, st.LastError.Message), st.Dir), st.LastError.Attempts
 	}
 	return reminders.Build(rs, now)
 }

@@ -3,8 +3,12 @@ package status
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memfsd/memfsd/reminders"
+	"github.com/memfsd/memfsd/retry"
 )
 
 // Waiting lists, one short line each, what in st waits on the operator
@@ -41,6 +45,30 @@ func Waiting(st Status) []string {
 	add("path_skipped", skipped, "git cannot track these paths; rename them")
 	add("conflicts", st.Conflicts, "both versions kept: merge them and delete the conflict copy")
 	add("git_refused", st.GitRefused, "memfsd follows no link and inflates no object over its cap in .git: remove what is named there")
+	// Direct writes not saved, by cause: the cause as --json names it,
+	// each file as the reminder describes it, the next step.
+	for _, c := range writeProblemSteps {
+		var files []string
+		for _, w := range st.WriteProblems {
+			if w.Cause == c.cause || c.cause == reminders.CauseWriteFailed && !knownCause(w.Cause) {
+				files = append(files, w.Describe())
+			}
+		}
+		add(c.cause, files, c.next)
+	}
+	// The operator's block sets are owed until a push carries them.
+	var owed []string
+	for _, b := range st.BlockSetsPending {
+		owed = append(owed, b.Path+" ["+b.Reason+"]")
+	}
+	add("block_set_pending", owed, "memfsd pushes it by itself once the remote takes it; memfsd turn --agent "+id+" tries now")
+	if r := st.PushRetry; r != nil {
+		out = append(out, fmt.Sprintf("push_retry: commits not on the remote yet; try %d failed, the next at %s (memfsd pushes by itself; memfsd turn --agent %s tries now)", r.Tries, r.NextAt.UTC().Format(time.RFC3339), id))
+	}
+	if !st.Ready && st.LastError == nil && st.State == StateError {
+		// No repository yet and no failure to show: say what goes on.
+		out = append(out, "not_ready: the memory folder is not cloned or opened yet (the first clone is under way, and tried again every 30 s; memfsd turn --agent "+id+" tries now)")
+	}
 	if st.TokenFileProblem != "" {
 		out = append(out, "token_file_problem: "+st.TokenFileProblem)
 	}
@@ -49,6 +77,19 @@ func Waiting(st Status) []string {
 		out[i] = OneLine(out[i])
 	}
 	return out
+}
+
+// writeProblemSteps are the causes of a direct write not saved
+// (status.WriteProblems) and the operator's next step for each.
+var writeProblemSteps = []struct{ cause, next string }{
+	{reminders.CauseTooLarge, "not committed: split the file or delete it, or raise --max-file-bytes; committed once it fits"},
+	{reminders.CauseBadName, "not committed: rename it to a plain name; committed then"},
+	{reminders.CauseDiskFull, "not committed: free space on the disk holding the memory; committed once there is room"},
+	{reminders.CauseWriteFailed, "not committed: see the cause; committed as soon as storing it works"},
+}
+
+func knownCause(c string) bool {
+	return c == reminders.CauseTooLarge || c == reminders.CauseBadName || c == reminders.CauseDiskFull
 }
 
 // listPaths names up to three paths and counts the rest.
@@ -61,7 +102,7 @@ func listPaths(paths []string) string {
 
 // errorLine is a last error as one line: class, message, next step.
 func errorLine(e *LastError) string {
-	s := e.Class + ": " + strings.TrimPrefix(strings.TrimSpace(e.Message), e.Class+": ")
+	s := retry.OneClass(e.Class, e.Message)
 	if e.NextStep != "" {
 		s += " (next: " + e.NextStep + ")"
 	}

@@ -67,6 +67,11 @@ func newMCPCmd(g *globals) *cobra.Command {
 				if !errors.Is(err, errNoDaemon) {
 					return err
 				}
+				// A daemon on the home that does not serve the agent:
+				// never a second owner of the agent beside it.
+				if berr := g.besideDaemon("mcp", id, true); berr != nil {
+					return berr
+				}
 			}
 			return runMCPInProcess(ctx, g, id, mcpserver.Options{Dialect: dialect, PushIdle: pushIdle}, shutdownTimeout)
 		},

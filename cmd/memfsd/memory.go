@@ -83,6 +83,9 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			case shared != "" && errors.As(err, &unreachable):
 				return fmt.Errorf("memory --shared %s: %w (a shared repository is written through the running daemon)", shared, err)
 			case shared == "" && (errors.As(err, &unreachable) || (err == nil && code == 404)):
+				if berr := g.besideDaemon("memory", id, err == nil); berr != nil {
+					return berr
+				}
 				if res, err = runMemoryDirect(cmd, g, id, in, key); err != nil {
 					return err
 				}
@@ -219,6 +222,9 @@ func newBlockCmd(g *globals) *cobra.Command {
 			}
 			if err != nil && !errors.As(err, &unreachable) {
 				return err
+			}
+			if berr := g.besideDaemon("block set", id, err == nil); berr != nil {
+				return berr
 			}
 			cfg, err := g.config()
 			if err != nil {

@@ -123,6 +123,9 @@ func newMirrorCmd(g *globals) *cobra.Command {
 			var unreachable errUnreachable
 			switch {
 			case errors.As(err, &unreachable) || (err == nil && code == 404):
+				if berr := g.besideDaemon("mirror push", id, err == nil); berr != nil {
+					return berr
+				}
 				cfg, err := g.config()
 				if err != nil {
 					return err

@@ -118,7 +118,8 @@ func TestRun_RemoteDownAtStartHundredAgents(t *testing.T) {
 }
 
 // A mass delete held by the daemon is accepted by `memfsd sync` in another
-// process: the daemon's next turn reports no hold and pushes nothing more.
+// process (through the daemon's admin socket; refused beside it without
+// one): the daemon's next turn reports no hold and pushes nothing more.
 func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 	t.Parallel()
 	srv := gitserver.New(t, token)
@@ -134,11 +135,21 @@ func TestRun_AcceptDeletesFromAnotherProcess(t *testing.T) {
 		t.Fatalf("reminders = %+v", r)
 	}
 
-	// --admin-listen elsewhere: this process does not find the daemon and
-	// works on the repository directly, as an older tool or a person would.
+	// --admin-listen elsewhere: this process does not find the daemon's
+	// admin socket, and never works on the repository itself beside the
+	// daemon (issue 39): refused, naming the daemon and what to give.
 	cmd := exec.Command(binPath, "sync", "--agent", "acc", "--accept-deletes", "--home", home, "--base-url", srv.URL,
 		"--admin-listen", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
 	cmd.Env = append(os.Environ(), "MEMFSD_TOKEN="+token)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), fmt.Sprintf("memfsd pid %d", p.cmd.Process.Pid)) ||
+		!strings.Contains(string(out), "--admin-listen") {
+		t.Fatalf("memfsd sync --accept-deletes beside the daemon, its admin socket not given: %v\n%s", err, out)
+	}
+	if st := p.status("acc"); len(st.HeldDeletes) != 40 {
+		t.Fatalf("the refused accept changed the hold: %+v", st)
+	}
+	// From another process through the daemon's admin socket.
+	cmd = exec.Command(binPath, "sync", "--agent", "acc", "--accept-deletes", "--home", home)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("memfsd sync --accept-deletes: %v\n%s", err, out)
 	}

@@ -21,8 +21,9 @@ func newSyncCmd(g *globals) *cobra.Command {
 	var acceptDeletes, restoreDeletes bool
 	cmd := &cobra.Command{
 		Use:   "sync --agent ID",
-		Short: "One-shot sync, no daemon: clone or pull, commit what is uncommitted, push",
-		Long: "One-shot sync, no daemon: clone or pull, commit what is uncommitted, push.\n" +
+		Short: "One-shot sync: clone or pull, commit what is uncommitted, push (a running daemon's turn)",
+		Long: "One-shot sync: clone or pull, commit what is uncommitted, push. Beside a running\n" +
+			"daemon it is that daemon's turn for the agent (memfsd turn), on the agent's remote.\n" +
 			"Exit 0 synced; 1 failed (class on stderr); 3 synced with conflict copies.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,6 +44,15 @@ func newSyncCmd(g *globals) *cobra.Command {
 				if handled || err != nil {
 					return err
 				}
+				// Not through it: never beside it either (a turn is not
+				// the decision).
+				if berr := g.besideDaemon("sync", id, false); berr != nil {
+					return berr
+				}
+			}
+			// A running daemon owns the agent: the sync is its turn.
+			if handled, err := syncThroughDaemon(cmd, g, id); handled || err != nil {
+				return err
 			}
 			a, err := openAgent(cmd.Context(), cfg, id)
 			if err != nil {
@@ -90,7 +100,7 @@ func syncFailed(cmd *cobra.Command, err error) error {
 		return exitCode(1)
 	}
 	class := retry.ClassOf(err)
-	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %v\nnext step: %s\n", class, err, retry.NextStep(err))
+	fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync failed: class=%s: %s\nnext step: %s\n", class, retry.WithoutClass(string(class), err.Error()), retry.NextStep(err))
 	return exitCode(1)
 }
 
@@ -118,7 +128,12 @@ func acceptThroughDaemon(cmd *cobra.Command, g *globals, id string, opts agent.A
 	code, err := c.do("POST", "/v1/agents/"+id+"/accept?wait=60s", bytes.NewReader(body), &res)
 	var unreachable errUnreachable
 	switch {
-	case errors.As(err, &unreachable), err == nil && code == http.StatusNotFound:
+	case err == nil && code == http.StatusNotFound:
+		if berr := g.besideDaemon("sync", id, true); berr != nil {
+			return true, berr
+		}
+		return false, nil
+	case errors.As(err, &unreachable):
 		return false, nil
 	case err != nil:
 		return true, err
@@ -130,5 +145,53 @@ func acceptThroughDaemon(cmd *cobra.Command, g *globals, id string, opts agent.A
 		return true, exitCode(1)
 	}
 	printRawJSON(cmd.OutOrStdout(), res)
+	return true, nil
+}
+
+// syncThroughDaemon asks a running daemon for the agent's turn (its
+// pipeline, its remote). handled false: no daemon runs on the home (sync
+// directly). A daemon that runs but does not manage the agent, or cannot
+// be reached, is an error with the command to run instead.
+func syncThroughDaemon(cmd *cobra.Command, g *globals, id string) (bool, error) {
+	const wait = 60 * time.Second
+	c := g.agentClient(id, wait+time.Minute)
+	var tr agent.TurnResult
+	code, err := c.do("POST", "/v1/agents/"+id+"/turn?wait="+wait.String(), nil, &tr)
+	var unreachable errUnreachable
+	switch {
+	case errors.As(err, &unreachable):
+		return false, g.besideDaemon("sync", id, false)
+	case err != nil:
+		return true, err
+	case code == http.StatusNotFound:
+		if berr := g.besideDaemon("sync", id, true); berr != nil {
+			return true, berr
+		}
+		return false, nil // a daemon on another home answered: not ours
+	case code != http.StatusOK:
+		return true, fmt.Errorf("sync --agent %s: the daemon answered %d: %s", id, code, tr.Error)
+	}
+	head := tr.Status.Head
+	if len(head) > 12 {
+		head = head[:12]
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "synced %s through the daemon: outcome %s, head %s, pushed %d\n", id, tr.Outcome, head, tr.Pushed)
+	switch tr.Outcome {
+	case "conflict":
+		fmt.Fprintf(cmd.OutOrStdout(), "conflict copies: %v\n", tr.Status.Conflicts)
+		return true, exitCode(3)
+	case "delayed", "failed":
+		// As a direct sync says it: the class once, the cause, the step.
+		what := tr.Error
+		if tr.Class != "" {
+			what = "class=" + tr.Class + ": " + retry.WithoutClass(tr.Class, tr.Error)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: sync %s: %s\nnext step: %s\n", tr.Outcome, what, tr.NextStep)
+		return true, exitCode(1)
+	}
+	if werr := agent.WriteProblemsError(tr.Status.WriteProblems); werr != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", werr)
+		return true, exitCode(1)
+	}
 	return true, nil
 }
