@@ -54,7 +54,7 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 		// these handlers' calls, never into a resources/subscribe request.
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			if err := p.up.Subscribe(ctx, &mcp.SubscribeParams{Meta: own(req.Params.Meta), URI: req.Params.URI}); err != nil {
-				return fmt.Errorf("subscribe %s: %w", req.Params.URI, err)
+				return upstreamErr("subscribe", req.Params.URI, err)
 			}
 			return nil
 		},
@@ -64,7 +64,7 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeWait)
 			defer cancel()
 			if err := p.up.Unsubscribe(ctx, &mcp.UnsubscribeParams{Meta: own(req.Params.Meta), URI: req.Params.URI}); err != nil {
-				return fmt.Errorf("unsubscribe %s: %w", req.Params.URI, err)
+				return upstreamErr("unsubscribe", req.Params.URI, err)
 			}
 			return nil
 		},
@@ -170,6 +170,17 @@ func answer[R mcp.Result](r R, err error) (mcp.Result, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// upstreamErr is the upstream's refusal as it answered it (the same
+// answer as in-process), or, when it never answered, op and uri with the
+// cause.
+func upstreamErr(op, uri string, err error) error {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return wire
+	}
+	return fmt.Errorf("%s %s: %w", op, uri, err)
 }
 
 // own is a request's _meta without the protocol's own keys
