@@ -93,9 +93,10 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 			// The tool's checks answer now all the same (a write they
 			// refuse is undone), unless git holds index.lock (a commit
 			// -a or with paths): then the deferred commit judges it as a
-			// direct write, held with a reminder.
-			if pg := a.personGit(repo); pg != nil && pg.Holding {
-				if !slices.Contains(pg.Signs, "index.lock") {
+			// direct write, held with a reminder. Behind tool commits
+			// already deferred, a call waits its turn (call order).
+			if pg := a.personGit(repo); pg != nil && pg.Holding || a.pg.HasDeferred() {
+				if pg == nil || !slices.Contains(pg.Signs, "index.lock") {
 					_, err := repo.Commit(gitmem.CommitRequest{Paths: paths, One: true, Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 						if _, err := guard(b); err != nil {
 							return nil, err
@@ -117,6 +118,12 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 				Guard:   guard,
 			})
 			a.repackSoon(repo)
+			if errors.Is(err, gitmem.ErrPersonGitActive) {
+				// A person's git began while the commit was built: the
+				// checks have answered, the commit waits as above.
+				a.deferCommit(paths, message, author)
+				return "", repo.SyncFiles()
+			}
 			if err != nil {
 				return "", err
 			}

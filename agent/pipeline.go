@@ -82,6 +82,13 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			Message: func(gitmem.PathView) string { return d.Message },
 		}, false)
 		out.add(o)
+		if errors.Is(err, gitmem.ErrPersonGitActive) {
+			// A person's git began while the commit was built: held as
+			// for any operation in progress (it was not made).
+			a.requeueDeferred(deferred[i:])
+			a.holdForPerson(paths)
+			return out, nil
+		}
 		if err != nil {
 			a.requeueDeferred(deferred[i+1:])
 			return out, err
@@ -93,6 +100,10 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
 		}, acceptDeletes)
 		out.add(o)
+		if errors.Is(err, gitmem.ErrPersonGitActive) {
+			a.holdForPerson(paths)
+			return out, nil
+		}
 		if err != nil {
 			return out, err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/indexfile"
 )
 
 // A person's git in the folder. `git commit` reads HEAD when it starts and
@@ -148,10 +149,47 @@ func (r *Repo) stagedPaths() ([]string, *index.Index, error) {
 		}
 		tracked = r.flat
 	}
-	ix, err := r.readIndex()
+	ix, stamp, err := r.readIndexStamped()
 	if err != nil {
 		return nil, nil, err
 	}
+	staged := stagedAgainst(ix, tracked)
+	r.look = &stagedLook{stamp: stamp, head: head, staged: staged}
+	return staged, ix, nil
+}
+
+// stagedLook is what the last look at a person's git (PersonGit) found
+// staged by someone else, on which index and HEAD: the staging the caller
+// decided on. A commit that finds more staged (a `git add` just after the
+// look) moves no branch: the person's commit is likely under way
+// (ErrPersonGitActive).
+type stagedLook struct {
+	stamp  indexfile.Stamp
+	head   plumbing.Hash
+	staged []string
+}
+
+// newStaged lists the paths, other than ours, staged by someone else in
+// ix (over head) that the last look did not see (all of them without a
+// look).
+func (r *Repo) newStaged(ix *index.Index, head plumbing.Hash, ours map[string]string) ([]string, error) {
+	staged, err := r.othersStaged(ix, head, ours)
+	if err != nil || r.look == nil {
+		return staged, err
+	}
+	out := staged[:0]
+	for _, p := range staged {
+		if _, known := slices.BinarySearch(r.look.staged, p); !known {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// stagedAgainst lists, sorted, the paths whose entry in ix differs from
+// tracked (HEAD's files): a file added, changed or removed in the index, or
+// in conflict.
+func stagedAgainst(ix *index.Index, tracked map[string]object.TreeEntry) []string {
 	var out []string
 	seen := make(map[string]bool, len(ix.Entries))
 	for _, e := range ix.Entries {
@@ -174,7 +212,7 @@ func (r *Repo) stagedPaths() ([]string, *index.Index, error) {
 		}
 	}
 	slices.Sort(out)
-	return out, ix, nil
+	return out
 }
 
 // stagedIn reports whether the index ix holds for p something else than
@@ -206,6 +244,7 @@ func (r *Repo) CommitStaged(paths []string, message string, who Signature) (plum
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	defer r.indexLockTimer()()
 	defer lk.Rollback() // the index stays as it is
 	parent, err := r.Head()
 	if err != nil {
@@ -258,6 +297,7 @@ func (r *Repo) CommitStaged(paths []string, message string, who Signature) (plum
 	if err := ref.Commit(false); err != nil {
 		return parent, err
 	}
+	r.markOwn()
 	return tip, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -72,6 +73,13 @@ type Options struct {
 	// read-modify-write of a file under the same lock is never undone by
 	// a pull landing in between. Lock order: WorkLock, then mu.
 	WorkLock sync.Locker
+	// YieldToPerson makes commits and pulls give way to a person's git in
+	// the folder (an agent's repository): the folder's index.lock is taken
+	// only once no other process has written the index for IndexQuiet, and
+	// no branch moves over staging that began after the caller's last
+	// look (PersonGit): ErrPersonGitActive. Off, a commit only waits for
+	// the lock, as plain git does for refs.
+	YieldToPerson bool
 }
 
 // Repo is one work tree with .git inside, safe for concurrent use. Two
@@ -93,9 +101,18 @@ type Repo struct {
 	Remote Remote
 	opts   Options
 
-	syncMu    sync.Mutex
-	mu        sync.Mutex
-	ixf       *indexfile.File // .git/index, as last read or written
+	syncMu sync.Mutex
+	mu     sync.Mutex
+	ixf    *indexfile.File // .git/index, as last read or written
+	// indexLockMax is the longest the folder's index.lock was held by
+	// this repo, in nanoseconds (IndexLockMax).
+	indexLockMax   atomic.Int64
+	indexLockHolds [len(IndexLockBuckets)]atomic.Int64
+	// look is the last look at a person's git (PersonGit): what it found
+	// staged, a commit's reference for staging that began since.
+	look *stagedLook
+	// ownMarks are the quietMarks' times as memfsd's last window left them.
+	ownMarks  [len(quietMarks)]atomic.Int64
 	st        *filesystem.Storage
 	objs      *gitstore.Objects
 	spares    *gitstore.Spares
@@ -206,6 +223,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.objs.Watch()
 	r.spares.Start()
+	r.markOwn() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 
@@ -301,6 +319,7 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.files.CheckLeases()
 	r.spares.Start()
+	r.markOwn() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 
