@@ -87,6 +87,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			// for any operation in progress (it was not made).
 			a.requeueDeferred(deferred[i:])
 			a.holdForPerson(paths)
+			a.holdTurn() // the sync after it carries them
 			return out, nil
 		}
 		if err != nil {
@@ -102,6 +103,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		out.add(o)
 		if errors.Is(err, gitmem.ErrPersonGitActive) {
 			a.holdForPerson(paths)
+			a.holdTurn() // the sync after it carries them
 			return out, nil
 		}
 		if err != nil {

@@ -549,6 +549,15 @@ func (r *Repo) notQuiet(cur indexfile.Stamp) time.Duration {
 // (markOwn) and not counted.
 var quietMarks = [...]string{"refs/heads", "logs/HEAD", "worktrees"}
 
+// adoptMarks takes the marks and the index as they are for memfsd's own
+// (at open: a clone just wrote them).
+func (r *Repo) adoptMarks() {
+	r.markOwn()
+	if st, err := r.ixf.Stamp(); err == nil {
+		r.ixf.Adopt(st)
+	}
+}
+
 // markOwn remembers the marks as memfsd's own window left them.
 func (r *Repo) markOwn() {
 	for i, rel := range quietMarks {

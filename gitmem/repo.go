@@ -223,7 +223,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.objs.Watch()
 	r.spares.Start()
-	r.markOwn() // what was there before memfsd opened it is not a person's git at work now
+	r.adoptMarks() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 
@@ -319,7 +319,7 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.files.CheckLeases()
 	r.spares.Start()
-	r.markOwn() // what was there before memfsd opened it is not a person's git at work now
+	r.adoptMarks() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 

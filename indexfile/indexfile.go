@@ -107,6 +107,13 @@ func (f *File) Same(s Stamp) bool {
 	return !s.Missing && c.Ino == s.Ino && c.Size == s.Size && c.Ctime == s.Ctime
 }
 
+// Adopt takes the index stamped s as memfsd's own (Ours).
+func (f *File) Adopt(s Stamp) {
+	f.writtenMu.Lock()
+	defer f.writtenMu.Unlock()
+	f.writtenSum, f.writtenSize = s.Sum, s.Size
+}
+
 // Ours reports whether the index stamped s is the one memfsd last wrote
 // (not another process's).
 func (f *File) Ours(s Stamp) bool {
