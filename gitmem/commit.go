@@ -173,6 +173,17 @@ func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
 // and moved after it), and git never waits for a lock. A var for tests.
 var IndexQuiet = 250 * time.Millisecond
 
+// QuietError is ErrPersonGitActive for a folder whose git was at work
+// moments ago: quiet again after Wait, when the caller may try again.
+type QuietError struct{ Wait time.Duration }
+
+func (e *QuietError) Error() string {
+	return fmt.Sprintf("%s: the folder's git was at work moments ago; quiet again in %s", ErrPersonGitActive, e.Wait.Round(time.Millisecond))
+}
+
+// Unwrap makes it ErrPersonGitActive.
+func (e *QuietError) Unwrap() error { return ErrPersonGitActive }
+
 // commitTries bounds how often a commit is built again because the
 // folder's branch or index changed under it (a person's git in between).
 const commitTries = 8
@@ -460,7 +471,7 @@ func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingR
 			// The caller holds the commit as for a person's operation
 			// in progress, and tries again (a memory-tool call is
 			// answered at once, its commit lands after).
-			return false, fmt.Errorf("%w: the folder's git was at work moments ago; tried again in %s", ErrPersonGitActive, wait.Round(time.Millisecond))
+			return false, &QuietError{Wait: wait}
 		}
 		var upd *gitstore.RefUpdate
 		if ref != nil {
