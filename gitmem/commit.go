@@ -454,11 +454,8 @@ func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingR
 			}
 			return false, fmt.Errorf("%w: the index kept changing for %s", ErrPersonGitActive, r.opts.LockWait)
 		}
-		cur, err := r.ixf.Stamp()
-		if err != nil {
-			return false, err
-		}
-		if cur != stamp {
+		if !r.ixf.Same(stamp) {
+			var err error
 			if ix, ixData, stamp, err = r.carryOver(ix, parent, ref != nil, touched, base); err != nil {
 				return false, err
 			}
@@ -467,7 +464,7 @@ func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingR
 			}
 			continue // its stamp again: it may have changed once more
 		}
-		if wait := r.notQuiet(cur); wait > 0 {
+		if wait := r.notQuiet(stamp); wait > 0 {
 			// The caller holds the commit as for a person's operation
 			// in progress, and tries again (a memory-tool call is
 			// answered at once, its commit lands after).
@@ -475,6 +472,7 @@ func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingR
 		}
 		var upd *gitstore.RefUpdate
 		if ref != nil {
+			var err error
 			if upd, err = ref.TryAcquire(); errors.Is(err, gitstore.ErrRefMoved) {
 				return false, errRaced
 			} else if err != nil {
@@ -571,6 +569,9 @@ func (r *Repo) adoptMarks() {
 
 // markOwn remembers the marks as memfsd's own window left them.
 func (r *Repo) markOwn() {
+	if !r.opts.YieldToPerson {
+		return
+	}
 	for i, rel := range quietMarks {
 		var st syscall.Stat_t
 		if syscall.Lstat(filepath.Join(r.GitDir, rel), &st) == nil {
