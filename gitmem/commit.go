@@ -282,6 +282,32 @@ func (r *Repo) commitOnce(req CommitRequest, when time.Time) (CommitResult, erro
 	batch := &Batch{r: r, head: parent}
 	states := map[string]*fileState{}
 	touched := make(map[string]bool, len(clean))
+	// Entries of memfsd's that a git command beside it undid (it read the
+	// index before memfsd's last window and wrote it back after): HEAD's
+	// entry again, without stat (git compares the content).
+	for p, old := range r.clobbered {
+		delete(r.clobbered, p)
+		if entriesKey(ix, p) != old {
+			continue // changed since: someone's
+		}
+		var e object.TreeEntry
+		in := false
+		if !parentTree.IsZero() {
+			if e, in, err = r.objs.EntryAt(parentTree, p); err != nil {
+				return res, err
+			}
+		}
+		if in {
+			ix.Set(p, e.Hash, e.Mode, nil)
+		} else {
+			ix.RemoveFile(p)
+		}
+		touched[p] = true
+		if _, ok := base[p]; !ok {
+			base[p] = old
+		}
+		r.log.Warn("a git command beside memfsd wrote back the index from before memfsd's commit; memfsd's entry put back", "path", p)
+	}
 	for _, p := range clean {
 		f, err := r.readWorkFile(p)
 		if err != nil {
@@ -503,6 +529,7 @@ func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingR
 				}
 				if err == nil {
 					r.ixf.Written(ix, ixData)
+					r.noteWindow(ix, touched, base)
 				} else if !moved {
 					return false, err
 				}

@@ -99,6 +99,9 @@ func (r *Repo) PersonGit(now time.Time, maxAge time.Duration) (PersonGitSigns, e
 	if err != nil {
 		return s, err
 	}
+	if len(s.Signs) == 0 {
+		staged = r.dropClobbered(ix, staged)
+	}
 	if len(staged) > 0 {
 		// Staged long ago (the index untouched since) is left behind
 		// too: still never memfsd's to commit, but not waited on.
@@ -184,6 +187,78 @@ func (r *Repo) newStaged(ix *index.Index, head plumbing.Hash, ours map[string]st
 		}
 	}
 	return out, nil
+}
+
+// recentEntry is what a window of memfsd's changed a path's index entry
+// from (old) and to (new), as entriesKey has them.
+type recentEntry struct {
+	old, new string
+	at       time.Time
+}
+
+// recentKeep is how long a window's changes are remembered (dropClobbered).
+const recentKeep = 30 * time.Second
+
+// noteWindow remembers the index entries a window of memfsd's changed.
+func (r *Repo) noteWindow(ix *index.Index, touched map[string]bool, base map[string]string) {
+	if !r.opts.YieldToPerson {
+		return
+	}
+	now := time.Now()
+	if r.recent == nil {
+		r.recent = map[string]recentEntry{}
+	}
+	for p, e := range r.recent {
+		if now.Sub(e.at) > recentKeep {
+			delete(r.recent, p)
+		}
+	}
+	for p := range touched {
+		if old, ok := base[p]; ok {
+			r.recent[p] = recentEntry{old: old, new: entriesKey(ix, p), at: now}
+		}
+	}
+}
+
+// dropClobbered takes out of staged (sorted) the paths whose index entry
+// is what it was before a recent window of memfsd's while HEAD has what
+// the window set: a git command read the index before that window and
+// wrote it back after (git merge, revert and stash read it long before
+// they lock it), undoing memfsd's entries, not staging anything of a
+// person's. They are put back at the next commit (r.clobbered). Only
+// looked at when no operation is in progress (a revert of memfsd's commit
+// stages exactly that, with REVERT_HEAD).
+func (r *Repo) dropClobbered(ix *index.Index, staged []string) []string {
+	if len(r.recent) == 0 || len(staged) == 0 || r.look == nil {
+		return staged
+	}
+	var tracked map[string]object.TreeEntry
+	if !r.look.head.IsZero() {
+		if err := r.flattenCommit(r.look.head, nil); err != nil {
+			return staged
+		}
+		tracked = r.flat
+	}
+	out := staged[:0:0]
+	for _, p := range staged {
+		rc, ok := r.recent[p]
+		head := ""
+		if t, in := tracked[p]; in {
+			head = fmt.Sprintf("0:%s:%o;", t.Hash, t.Mode)
+		}
+		if ok && entriesKey(ix, p) == rc.old && head == rc.new {
+			if r.clobbered == nil {
+				r.clobbered = map[string]string{}
+			}
+			r.clobbered[p] = rc.old
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) < len(staged) {
+		r.look.staged = out
+	}
+	return out
 }
 
 // stagedAgainst lists, sorted, the paths whose entry in ix differs from

@@ -111,6 +111,11 @@ type Repo struct {
 	// look is the last look at a person's git (PersonGit): what it found
 	// staged, a commit's reference for staging that began since.
 	look *stagedLook
+	// recent are the index entries memfsd's recent windows changed;
+	// clobbered, those a git command beside it undid (dropClobbered),
+	// put back by the next commit.
+	recent    map[string]recentEntry
+	clobbered map[string]string
 	// ownMarks are the quietMarks' times as memfsd's last window left them.
 	ownMarks  [len(quietMarks)]atomic.Int64
 	st        *filesystem.Storage
