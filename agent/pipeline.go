@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
@@ -88,6 +89,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			a.requeueDeferred(deferred[i:])
 			a.holdForPerson(paths)
 			a.holdTurn() // the sync after it carries them
+			a.pollAtQuiet(err)
 			return out, nil
 		}
 		if err != nil {
@@ -104,6 +106,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		if errors.Is(err, gitmem.ErrPersonGitActive) {
 			a.holdForPerson(paths)
 			a.holdTurn() // the sync after it carries them
+			a.pollAtQuiet(err)
 			return out, nil
 		}
 		if err != nil {
@@ -112,6 +115,16 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 	}
 	a.releaseTurn()
 	return out, nil
+}
+
+// pollAtQuiet makes the commit loop look again as soon as the folder's
+// git is quiet (gitmem.QuietError's wait), not a poll later: a person's
+// pauses between commands are short, and the commits held fit in them.
+func (a *Agent) pollAtQuiet(err error) {
+	var quiet *gitmem.QuietError
+	if errors.As(err, &quiet) {
+		a.pollPersonGit(quiet.Wait + 5*time.Millisecond)
+	}
 }
 
 func (o *commitOutcome) add(p commitOutcome) {
