@@ -314,6 +314,8 @@ func TestAgent_PersonsGitLoopSoak(t *testing.T) {
 			gitErrIn(side, "commit", "-q", "-m", "a side note")
 			if run("merge", "-q", "--no-edit", branch) {
 				check(inHead(sideRel), "%s not in HEAD after the person's merge", sideRel)
+			} else {
+				gitErrIn(dir, "merge", "--abort") // as a person would: the next commands are not failures of their own
 			}
 			gitErrIn(dir, "worktree", "remove", "--force", side)
 		}
