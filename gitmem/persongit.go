@@ -99,7 +99,9 @@ func (r *Repo) PersonGit(now time.Time, maxAge time.Duration) (PersonGitSigns, e
 	if err != nil {
 		return s, err
 	}
-	if len(s.Signs) == 0 {
+	if len(s.Signs) == 0 && len(s.Stale) == 0 {
+		// (a revert of memfsd's commit stages exactly what a write-back
+		// does: with its REVERT_HEAD, however old, it is the person's)
 		staged = r.dropClobbered(ix, staged)
 	}
 	if len(staged) > 0 {
