@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -118,15 +117,10 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 				Message: func(gitmem.PathView) string { return message },
 				Guard:   guard,
 			}
+			// The folder's git at work moments ago (a person's command,
+			// the next one may follow): Commit waits for the quiet,
+			// briefly, so the call answers with its commit.
 			res, err := repo.Commit(req)
-			// The folder's git was at work moments ago (a person's
-			// command, the next one may follow): the call waits for the
-			// quiet, briefly, so it answers with its commit.
-			var quiet *gitmem.QuietError
-			for i := 0; i < toolQuietTries && errors.As(err, &quiet); i++ {
-				time.Sleep(quiet.Wait)
-				res, err = repo.Commit(req)
-			}
 			a.repackSoon(repo)
 			if errors.Is(err, gitmem.ErrPersonGitActive) {
 				// A person's git began while the commit was built: the
@@ -144,10 +138,6 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 		},
 	}, nil
 }
-
-// toolQuietTries bounds how often a tool call's commit waits for the
-// folder's git to be quiet (gitmem.IndexQuiet each) before it is deferred.
-const toolQuietTries = 4
 
 // errChecksOnly stops a commit once its guard has passed: the tool's
 // checks of a write whose commit waits on a person's git operation.

@@ -153,6 +153,7 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		r.Guard = guard.OddInput(a.maxFileBytes(), problems, a.withTreeGuard(guard.DirectWrite(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
 		r.Keep = a.keepRejected
 		r.SkipStaged = true
+		r.NoQuietWait = true // held and polled at the quiet (pollAtQuiet)
 		return r
 	}
 	res, err := repo.Commit(mk(paths))

@@ -120,6 +120,11 @@ type CommitRequest struct {
 	// Author, when set, authors and commits the commits instead of
 	// Options.Author (a shared repository's writes carry their agent).
 	Author *Signature
+	// NoQuietWait returns a QuietError at once when the folder's git was
+	// at work moments ago (Options.YieldToPerson), instead of waiting for
+	// the quiet (up to quietTries times IndexQuiet): for writes the caller
+	// holds and tries again itself (the watcher's).
+	NoQuietWait bool
 	// SkipStaged leaves alone, index and file, every path whose index
 	// entry differs from HEAD: someone else staged it (a person's `git
 	// add`, a revert waiting on its editor), and it is theirs to commit.
@@ -161,6 +166,11 @@ func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	res, err := r.commit(req, time.Now())
+	var quiet *QuietError
+	for i := 0; i < quietTries && !req.NoQuietWait && errors.As(err, &quiet); i++ {
+		time.Sleep(quiet.Wait)
+		res, err = r.commit(req, time.Now())
+	}
 	if err != nil {
 		return res, fmt.Errorf("commit %s: %w", strings.Join(req.Paths, ", "), err)
 	}
@@ -183,6 +193,10 @@ func (e *QuietError) Error() string {
 
 // Unwrap makes it ErrPersonGitActive.
 func (e *QuietError) Unwrap() error { return ErrPersonGitActive }
+
+// quietTries bounds how often a commit waits for the folder's git to be
+// quiet (QuietError) before it returns the error.
+const quietTries = 4
 
 // commitTries bounds how often a commit is built again because the
 // folder's branch or index changed under it (a person's git in between).
