@@ -157,7 +157,7 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		return r
 	}
 	res, err := repo.Commit(mk(paths))
-	if err != nil && writeproblem.PerFileFailure(err) && !req.One {
+	if err != nil && !errors.Is(err, gitmem.ErrPersonGitActive) && writeproblem.PerFileFailure(err) && !req.One {
 		// One file's failure (a full disk for its blob) must not stop the
 		// files written beside it: each is then a commit of its own, and
 		// only the one that fails stays uncommitted.
