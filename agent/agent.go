@@ -310,7 +310,7 @@ func (a *Agent) setRepo(repo *gitmem.Repo) {
 func (a *Agent) repoOptions() gitmem.Options {
 	return gitmem.Options{Author: a.cfg.Author(a.ID), Operator: a.cfg.Operator(), NoSync: a.cfg.NoFsync, LockWait: a.cfg.LockWait, Logger: a.log, MaxFileBytes: a.maxFileBytes(),
 		Outgoing: a.outgoingGuard, Incoming: a.incomingGuard, Keep: a.keepRejected, CreateIfMissing: a.cfg.CreateRemote,
-		Secret: a.secretIn, WorkLock: &a.writeMu}
+		Secret: a.secretIn, WorkLock: &a.writeMu, YieldToPerson: true}
 }
 
 // ensureRepo opens or clones the work tree (the network only for a first

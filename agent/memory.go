@@ -93,9 +93,10 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 			// The tool's checks answer now all the same (a write they
 			// refuse is undone), unless git holds index.lock (a commit
 			// -a or with paths): then the deferred commit judges it as a
-			// direct write, held with a reminder.
-			if pg := a.personGit(repo); pg != nil && pg.Holding {
-				if !slices.Contains(pg.Signs, "index.lock") {
+			// direct write, held with a reminder. Behind tool commits
+			// already deferred, a call waits its turn (call order).
+			if pg := a.personGit(repo); pg != nil && pg.Holding || a.pg.HasDeferred() {
+				if pg == nil || !slices.Contains(pg.Signs, "index.lock") {
 					_, err := repo.Commit(gitmem.CommitRequest{Paths: paths, One: true, Guard: func(b *gitmem.Batch) ([]gitmem.Verdict, error) {
 						if _, err := guard(b); err != nil {
 							return nil, err
@@ -109,14 +110,24 @@ func (a *Agent) memoryToolAs(trailer string, author *gitmem.Signature) (*memtool
 				a.deferCommit(paths, message, author)
 				return "", repo.SyncFiles()
 			}
-			res, err := repo.Commit(gitmem.CommitRequest{
+			req := gitmem.CommitRequest{
 				Paths:   paths,
 				One:     true,
 				Author:  author,
 				Message: func(gitmem.PathView) string { return message },
 				Guard:   guard,
-			})
+			}
+			// The folder's git at work moments ago (a person's command,
+			// the next one may follow): Commit waits for the quiet,
+			// briefly, so the call answers with its commit.
+			res, err := repo.Commit(req)
 			a.repackSoon(repo)
+			if errors.Is(err, gitmem.ErrPersonGitActive) {
+				// A person's git began while the commit was built: the
+				// checks have answered, the commit waits as above.
+				a.deferCommit(paths, message, author)
+				return "", repo.SyncFiles()
+			}
 			if err != nil {
 				return "", err
 			}

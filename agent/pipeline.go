@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
@@ -82,6 +83,15 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			Message: func(gitmem.PathView) string { return d.Message },
 		}, false)
 		out.add(o)
+		if errors.Is(err, gitmem.ErrPersonGitActive) {
+			// A person's git began while the commit was built: held as
+			// for any operation in progress (it was not made).
+			a.requeueDeferred(deferred[i:])
+			a.holdForPerson(paths)
+			a.holdTurn() // the sync after it carries them
+			a.pollAtQuiet(err)
+			return out, nil
+		}
 		if err != nil {
 			a.requeueDeferred(deferred[i+1:])
 			return out, err
@@ -93,12 +103,28 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 			Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
 		}, acceptDeletes)
 		out.add(o)
+		if errors.Is(err, gitmem.ErrPersonGitActive) {
+			a.holdForPerson(paths)
+			a.holdTurn() // the sync after it carries them
+			a.pollAtQuiet(err)
+			return out, nil
+		}
 		if err != nil {
 			return out, err
 		}
 	}
 	a.releaseTurn()
 	return out, nil
+}
+
+// pollAtQuiet makes the commit loop look again as soon as the folder's
+// git is quiet (gitmem.QuietError's wait), not a poll later: a person's
+// pauses between commands are short, and the commits held fit in them.
+func (a *Agent) pollAtQuiet(err error) {
+	var quiet *gitmem.QuietError
+	if errors.As(err, &quiet) {
+		a.pollPersonGit(quiet.Wait + 5*time.Millisecond)
+	}
 }
 
 func (o *commitOutcome) add(p commitOutcome) {
@@ -127,10 +153,11 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		r.Guard = guard.OddInput(a.maxFileBytes(), problems, a.withTreeGuard(guard.DirectWrite(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
 		r.Keep = a.keepRejected
 		r.SkipStaged = true
+		r.NoQuietWait = true // held and polled at the quiet (pollAtQuiet)
 		return r
 	}
 	res, err := repo.Commit(mk(paths))
-	if err != nil && writeproblem.PerFileFailure(err) && !req.One {
+	if err != nil && !errors.Is(err, gitmem.ErrPersonGitActive) && writeproblem.PerFileFailure(err) && !req.One {
 		// One file's failure (a full disk for its blob) must not stop the
 		// files written beside it: each is then a commit of its own, and
 		// only the one that fails stays uncommitted.

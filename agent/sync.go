@@ -118,6 +118,13 @@ func (a *Agent) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	if res.Pulled && a.Hooks.Pulled != nil {
 		a.Hooks.Pulled()
 	}
+	if errors.Is(err, gitmem.ErrPersonGitActive) {
+		// A person's git was at work as the pull was to move HEAD: held
+		// as for an operation in progress; the end of it kicks a sync.
+		a.clearErr()
+		a.holdTurn()
+		return res, fmt.Errorf("sync %s: %w (%v): the pull waits until it ends", a.ID, ErrPersonGitInProgress, err)
+	}
 	if isHold(err) {
 		// A hold, not a failure: the state says so (held_remote_deletes,
 		// held_deletes).

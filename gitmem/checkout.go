@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -17,15 +18,25 @@ import (
 // index along, file by file. A file changed in the work tree since old (an
 // agent writing during a sync) is never overwritten: it stays as written,
 // shows as modified, and the next commit takes it.
+//
+// The files are replaced and the new index prepared without the folder's
+// index.lock, at a quiet moment (waitQuiet: not just after a person's git
+// command, as the next one may follow); the branch and the index then move
+// in one commit's window (indexWindow). Should that fail (a person's git
+// staged meanwhile, or moved HEAD), the files stay replaced and show as
+// modified: the next commit records them, and the next sync merges the
+// remote's history with it.
 func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	if err := r.checkHead(); err != nil {
 		return err
 	}
-	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	if err := r.waitQuiet(); err != nil {
+		return err
+	}
+	ix, stamp, err := r.readIndexStamped()
 	if err != nil {
 		return err
 	}
-	defer lk.Rollback()
 	if cur, err := r.Head(); err != nil {
 		return err
 	} else if cur != old {
@@ -65,9 +76,9 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 			return fmt.Errorf("the tree of %s has a path memfsd will not write: %w", gitstore.Short(new), err)
 		}
 	}
-	ix, err := r.readIndex()
-	if err != nil {
-		return err
+	base := make(map[string]string, len(changes))
+	for _, c := range changes {
+		base[c.Path] = entriesKey(ix, c.Path)
 	}
 	touched := make(map[string]bool, len(changes))
 	if r.fresh && old.IsZero() {
@@ -77,21 +88,33 @@ func (r *Repo) moveBranch(old, new plumbing.Hash, why string) error {
 	} else if err := r.replaceFiles(changes, ix, touched); err != nil {
 		return err
 	}
+	for _, c := range changes {
+		touched[c.Path] = true
+	}
 	ix.SmudgeRacy(touched)
 	data, err := r.ixf.Encode(ix)
 	if err != nil {
 		return err
 	}
-	if err := lk.Write(data, false); err != nil {
+	pending, err := gitstore.PrepareLock(filepath.Join(r.GitDir, "index"), data, r.spares)
+	if err != nil {
 		return err
 	}
-	if err := gitstore.CASRef(r.GitDir, r.branchRef(), old, new, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog(why)); err != nil {
+	defer pending.Drop()
+	ref, err := gitstore.PrepareRefLater(r.GitDir, r.branchRef(), old, new, r.spares, r.reflog(why))
+	if err != nil {
 		return err
 	}
-	if err := lk.Commit(); err != nil {
+	defer ref.Drop()
+	if err := r.objs.Flush(true); err != nil {
 		return err
 	}
-	r.ixf.Written(ix, data)
+	if _, err := r.indexWindow(pending, ref, stamp, old, ix, data, touched, base); err != nil {
+		if errors.Is(err, errRaced) {
+			return fmt.Errorf("%w: HEAD or the index moved during the pull", gitstore.ErrRefMoved)
+		}
+		return err
+	}
 	return nil
 }
 

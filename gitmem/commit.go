@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memfsd/memfsd/gitfmt/codec"
+	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/indexfile"
 	"github.com/memfsd/memfsd/worktree"
 )
 
@@ -121,6 +124,11 @@ type CommitRequest struct {
 	// Author, when set, authors and commits the commits instead of
 	// Options.Author (a shared repository's writes carry their agent).
 	Author *Signature
+	// NoQuietWait returns a QuietError at once when the folder's git was
+	// at work moments ago (Options.YieldToPerson), instead of waiting for
+	// the quiet (up to quietTries times IndexQuiet): for writes the caller
+	// holds and tries again itself (the watcher's).
+	NoQuietWait bool
 	// SkipStaged leaves alone, index and file, every path whose index
 	// entry differs from HEAD: someone else staged it (a person's `git
 	// add`, a revert waiting on its editor), and it is theirs to commit.
@@ -162,13 +170,76 @@ func (r *Repo) Commit(req CommitRequest) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	res, err := r.commit(req, time.Now())
+	var quiet *QuietError
+	for i := 0; i < quietTries && !req.NoQuietWait && errors.As(err, &quiet); i++ {
+		time.Sleep(quiet.Wait)
+		res, err = r.commit(req, time.Now())
+	}
 	if err != nil {
 		return res, fmt.Errorf("commit %s: %w", strings.Join(req.Paths, ", "), err)
 	}
 	return res, nil
 }
 
+// IndexQuiet is how long after another process last wrote the folder's
+// index a commit waits before it takes index.lock: git commands come in
+// runs (`git add`, then `git commit`, whose HEAD is read before its lock
+// and moved after it), and git never waits for a lock. A var for tests.
+var IndexQuiet = 250 * time.Millisecond
+
+// QuietError is ErrPersonGitActive for a folder whose git was at work
+// moments ago: quiet again after Wait, when the caller may try again.
+type QuietError struct{ Wait time.Duration }
+
+func (e *QuietError) Error() string {
+	return fmt.Sprintf("%s: the folder's git was at work moments ago; quiet again in %s", ErrPersonGitActive, e.Wait.Round(time.Millisecond))
+}
+
+// Unwrap makes it ErrPersonGitActive.
+func (e *QuietError) Unwrap() error { return ErrPersonGitActive }
+
+// quietTries bounds how often a commit waits for the folder's git to be
+// quiet (QuietError) before it returns the error.
+const quietTries = 4
+
+// commitTries bounds how often a commit is built again because the
+// folder's branch or index changed under it (a person's git in between).
+const commitTries = 8
+
+// errRaced: the branch moved, or someone else changed the index entry of
+// a path being committed, while the commit was built (outside index.lock):
+// it is built again on what is there now.
+var errRaced = errors.New("the branch or the index changed while the commit was built")
+
+// ErrPersonGitActive: a git command in the folder rewrote the index with
+// staged changes while a commit was built, so the commit was not made
+// (its files stay as written): moving the branch then would make the
+// person's commit, revert or merge fail. The caller holds the commit as
+// for a person's git operation in progress, and tries again.
+var ErrPersonGitActive = errors.New("a git command in the folder is staging or committing")
+
 func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
+	var restored []Restored // put back by an earlier try: done, and reported
+	for try := 1; ; try++ {
+		res, err := r.commitOnce(req, when)
+		res.Restored = append(restored, res.Restored...)
+		if !errors.Is(err, errRaced) {
+			return res, err
+		}
+		if try == commitTries {
+			return res, fmt.Errorf("%w: %w %d times in a row (a git command running in a loop in the folder?); the files stay as written and are committed at the next try", ErrPersonGitActive, errRaced, try)
+		}
+		restored = res.Restored
+	}
+}
+
+// commitOnce is one try of commit: everything is read, judged, hashed,
+// written and hardened without the folder's index.lock; the lock is taken
+// at the end, for the few system calls that move the branch and the index
+// into place (indexWindow), so a person's git that starts meanwhile does
+// not find it taken. errRaced when the branch or our paths' index entries
+// changed in between.
+func (r *Repo) commitOnce(req CommitRequest, when time.Time) (CommitResult, error) {
 	var res CommitResult
 	who := r.opts.Author
 	if req.Author != nil {
@@ -198,15 +269,14 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	if err := r.checkHead(); err != nil {
 		return res, err
 	}
-	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), r.opts.LockWait, r.spares)
+	// The index is read first, with its stamp, then HEAD: if the index
+	// is still the same under index.lock at the end, no git commit ran in
+	// between (it rewrites the index), and the branch's compare-and-swap
+	// catches any other move.
+	ix, stamp, err := r.readIndexStamped()
 	if err != nil {
 		return res, err
 	}
-	defer lk.Rollback()
-
-	// Read HEAD only under index.lock: a git commit running beside us holds
-	// it too, so HEAD cannot move between here and our compare-and-swap
-	// unless someone ignores the lock (the CAS then catches it).
 	parent, err := r.Head()
 	if err != nil {
 		return res, err
@@ -218,9 +288,11 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			return res, err
 		}
 	}
-	ix, err := r.readIndex()
-	if err != nil {
-		return res, err
+	// What the index held for each path, to tell at the end whether
+	// someone else changed those entries meanwhile.
+	base := make(map[string]string, len(clean))
+	for _, p := range clean {
+		base[p] = entriesKey(ix, p)
 	}
 
 	// Read every path once: these bytes are what the guard judges and what
@@ -228,6 +300,32 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	batch := &Batch{r: r, head: parent}
 	states := map[string]*fileState{}
 	touched := make(map[string]bool, len(clean))
+	// Entries of memfsd's that a git command beside it undid (it read the
+	// index before memfsd's last window and wrote it back after): HEAD's
+	// entry again, without stat (git compares the content).
+	for p, old := range r.clobbered {
+		delete(r.clobbered, p)
+		if entriesKey(ix, p) != old {
+			continue // changed since: someone's
+		}
+		var e object.TreeEntry
+		in := false
+		if !parentTree.IsZero() {
+			if e, in, err = r.objs.EntryAt(parentTree, p); err != nil {
+				return res, err
+			}
+		}
+		if in {
+			ix.Set(p, e.Hash, e.Mode, nil)
+		} else {
+			ix.RemoveFile(p)
+		}
+		touched[p] = true
+		if _, ok := base[p]; !ok {
+			base[p] = old
+		}
+		r.log.Warn("a git command beside memfsd wrote back the index from before memfsd's commit; memfsd's entry put back", "path", p)
+	}
 	for _, p := range clean {
 		f, err := r.readWorkFile(p)
 		if err != nil {
@@ -339,17 +437,29 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 			return res, err
 		}
 	}
-	// The ref's new value and the index are written under their locks,
-	// then one syncfs hardens them with the new objects, and only then do
-	// they move into place: a ref never points at an object a power cut
-	// can lose, for one flush per commit.
-	var ref *gitstore.RefUpdate
-	if tip != parent {
-		ref, err = gitstore.PrepareRef(r.GitDir, r.branchRef(), parent, tip, r.opts.LockWait, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage)))
+	// The ref's new value and the index are written into spare files,
+	// then one syncfs hardens them with the new objects, and only then,
+	// in one short window under index.lock, do they move into place: a
+	// ref never points at an object a power cut can lose, for one flush
+	// per commit, and the folder's index.lock is held for microseconds.
+	var ref *gitstore.PendingRef
+	if tip != parent && r.opts.YieldToPerson && r.look != nil && (r.look.stamp != stamp || r.look.head != parent) {
+		// The index changed since the caller looked for a person's git:
+		// staging that began since means their commit may be under way.
+		staged, err := r.newStaged(ix, parent, base)
 		if err != nil {
 			return res, err
 		}
-		defer ref.Rollback()
+		if len(staged) > 0 {
+			return res, fmt.Errorf("%w (staged since the look: %s)", ErrPersonGitActive, strings.Join(staged, ", "))
+		}
+	}
+	if tip != parent {
+		ref, err = gitstore.PrepareRefLater(r.GitDir, r.branchRef(), parent, tip, r.spares, r.reflog(reflogCommitMsg(parent, tip, len(res.Commits), lastMessage)))
+		if err != nil {
+			return res, err
+		}
+		defer ref.Drop()
 	}
 	ix.SmudgeRacy(touched)
 	if ref == nil && !ix.Dirty {
@@ -359,26 +469,289 @@ func (r *Repo) commit(req CommitRequest, when time.Time) (CommitResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := lk.Write(ixData, false); err != nil {
+	pending, err := gitstore.PrepareLock(filepath.Join(r.GitDir, "index"), ixData, r.spares)
+	if err != nil {
 		return res, err
 	}
+	defer pending.Drop()
 	if err := r.objs.Flush(ref != nil); err != nil {
 		return res, err
 	}
-	if ref != nil {
-		if err := ref.Commit(false); err != nil {
-			return res, err
-		}
+	moved, err := r.indexWindow(pending, ref, stamp, parent, ix, ixData, touched, base)
+	if moved {
 		res.Head = tip
 	}
-	if err := lk.Commit(); err != nil {
-		// The commit is in; only the index is stale (git status shows the
-		// change as staged-back). The next write rebuilds those entries.
-		r.log.Warn("commit landed but the index was not updated", "commit", tip.String(), "err", err)
-	} else {
-		r.ixf.Written(ix, ixData)
+	return res, err
+}
+
+// indexWindow is a commit's only hold of the folder's index.lock, kept to
+// a few system calls: the branch's lock is taken first (and its value
+// checked: errRaced when it moved), then the prepared index is linked into
+// place as index.lock, its stamp checked, the branch and the index renamed
+// in, and the lock is gone; the reflog is written after. When someone
+// else rewrote the index since it was read (a `git status` refreshing it,
+// a `git add` of other paths), the commit's entries are carried over to
+// theirs first, outside the lock (carryOver). A lock held by someone else
+// is waited on, never held across (git never waits; memfsd does): with the
+// branch's lock taken and index.lock busy, the branch's lock is given back
+// while waiting. moved: the branch was moved.
+func (r *Repo) indexWindow(pending *gitstore.PendingLock, ref *gitstore.PendingRef, stamp indexfile.Stamp, parent plumbing.Hash, ix *index.Index, ixData []byte, touched map[string]bool, base map[string]string) (bool, error) {
+	deadline := time.Now().Add(r.opts.LockWait)
+	delay := 100 * time.Microsecond
+	busy := filepath.Join(r.GitDir, "index.lock")
+	for {
+		if time.Now().After(deadline) {
+			if _, err := os.Lstat(busy); err == nil {
+				return false, fmt.Errorf("take %s: %w", busy, gitstore.LockedError(busy, r.opts.LockWait, r.spares))
+			}
+			return false, fmt.Errorf("%w: the index kept changing for %s", ErrPersonGitActive, r.opts.LockWait)
+		}
+		if !r.ixf.Same(stamp) {
+			var err error
+			if ix, ixData, stamp, err = r.carryOver(ix, parent, ref != nil, touched, base); err != nil {
+				return false, err
+			}
+			if err := pending.Replace(ixData); err != nil {
+				return false, err
+			}
+			continue // its stamp again: it may have changed once more
+		}
+		if wait := r.notQuiet(stamp); wait > 0 {
+			// The caller holds the commit as for a person's operation
+			// in progress, and tries again (a memory-tool call is
+			// answered at once, its commit lands after).
+			return false, &QuietError{Wait: wait}
+		}
+		var upd *gitstore.RefUpdate
+		if ref != nil {
+			var err error
+			if upd, err = ref.TryAcquire(); errors.Is(err, gitstore.ErrRefMoved) {
+				return false, errRaced
+			} else if err != nil {
+				return false, err
+			} else if upd == nil {
+				busy = ref.LockPath()
+			}
+		}
+		if ref == nil || upd != nil {
+			start := time.Now()
+			lk, err := pending.TryAcquire()
+			if err != nil {
+				ref.Return(upd)
+				return false, err
+			}
+			if lk != nil {
+				moved, done, err := r.swapIn(lk, upd, stamp)
+				r.noteIndexLock(time.Since(start))
+				if !done {
+					pending.Return(lk)
+					ref.Return(upd)
+					continue // the index changed just before the lock: carried over first
+				}
+				lk.Finish()
+				if moved {
+					upd.Log()
+					r.markOwn()
+				}
+				if err == nil {
+					r.ixf.Written(ix, ixData)
+					r.noteWindow(ix, touched, base)
+				} else if !moved {
+					return false, err
+				}
+				return moved, nil // a stale index is rebuilt by the next write
+			}
+			ref.Return(upd)
+			busy = filepath.Join(r.GitDir, "index.lock")
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("take %s: %w", busy, gitstore.LockedError(busy, r.opts.LockWait, r.spares))
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
 	}
-	return res, nil
+}
+
+// notQuiet reports how much longer to wait because another process was at work in the folder's
+// git moments ago — wrote the index stamped cur, moved a branch (a ref
+// renamed into refs/heads), moved HEAD (logs/HEAD appended), added a
+// worktree — so a person's git is running, or about to run its next
+// command (`git add`, then `git commit`; a commit in a worktree, then
+// `git merge`, which reads HEAD well before it takes index.lock): until
+// IndexQuiet has passed since (0: quiet).
+func (r *Repo) notQuiet(cur indexfile.Stamp) time.Duration {
+	if !r.opts.YieldToPerson {
+		return 0
+	}
+	var last time.Time
+	if !cur.Missing && !r.ixf.Ours(cur) {
+		last = time.Unix(0, cur.Ctime)
+	}
+	for i, rel := range quietMarks {
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(r.GitDir, rel), &st) != nil {
+			continue
+		}
+		t := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+		if t.UnixNano() != r.ownMarks[i].Load() && t.After(last) {
+			last = t
+		}
+	}
+	age := time.Since(last)
+	if last.IsZero() || age < 0 || age >= IndexQuiet {
+		return 0
+	}
+	return IndexQuiet - age
+}
+
+// quietMarks are the names in .git whose change tells a git command was
+// at work (notQuiet); memfsd's own changes to them are remembered
+// (markOwn) and not counted.
+var quietMarks = [...]string{"refs/heads", "logs/HEAD", "worktrees"}
+
+// adoptMarks takes the marks and the index as they are for memfsd's own
+// (at open: a clone just wrote them).
+func (r *Repo) adoptMarks() {
+	r.markOwn()
+	if st, err := r.ixf.Stamp(); err == nil {
+		r.ixf.Adopt(st)
+	}
+}
+
+// markOwn remembers the marks as memfsd's own window left them.
+func (r *Repo) markOwn() {
+	if !r.opts.YieldToPerson {
+		return
+	}
+	for i, rel := range quietMarks {
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(r.GitDir, rel), &st) == nil {
+			r.ownMarks[i].Store(time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UnixNano())
+		}
+	}
+}
+
+// maxQuietWait bounds waitQuiet: a pull holds the agent's writes meanwhile.
+const maxQuietWait = time.Second
+
+// waitQuiet waits, for at most the lock wait (and maxQuietWait), until no other process has
+// written the index for IndexQuiet and none holds index.lock, before an
+// operation that must hold index.lock for longer than a commit's window
+// (a pull replacing files): ErrPersonGitActive when that never came.
+func (r *Repo) waitQuiet() error {
+	if !r.opts.YieldToPerson {
+		return nil
+	}
+	deadline := time.Now().Add(min(r.opts.LockWait, maxQuietWait))
+	for time.Now().Before(deadline) {
+		cur, err := r.ixf.Stamp()
+		if err != nil {
+			return err
+		}
+		if wait := r.notQuiet(cur); wait > 0 {
+			time.Sleep(min(wait, time.Until(deadline)))
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(r.GitDir, "index.lock")); err == nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: the index was never quiet for %s", ErrPersonGitActive, r.opts.LockWait)
+}
+
+// swapIn is the window under index.lock (lk): the index must still be
+// the one the commit was prepared on (done false otherwise: nothing
+// moved, the lock is the caller's to give back), then the branch (upd,
+// if any) and the index are renamed in. An index that could not be
+// renamed in after the branch moved is logged: the next write rebuilds
+// those entries.
+func (r *Repo) swapIn(lk *gitstore.LockFile, upd *gitstore.RefUpdate, stamp indexfile.Stamp) (moved, done bool, err error) {
+	if !r.ixf.Same(stamp) {
+		return false, false, nil
+	}
+	if upd != nil {
+		if err := upd.Move(); err != nil {
+			lk.Rollback()
+			return false, true, err
+		}
+		moved = true
+	}
+	if err := lk.Rename(); err != nil {
+		r.log.Warn("commit landed but the index was not updated", "err", err)
+		return moved, true, err
+	}
+	return moved, true, nil
+}
+
+// carryOver brings a commit's index entries (touched, as set in ix) over
+// to the index someone else wrote since it was read: errRaced when they
+// changed the entries of the commit's own paths (base: as read), and, when
+// the commit moves the branch, ErrPersonGitActive when their index holds
+// staged changes. It returns the new index, its encoding and the stamp of
+// the index it was built on.
+func (r *Repo) carryOver(ix *index.Index, parent plumbing.Hash, moves bool, touched map[string]bool, base map[string]string) (*index.Index, []byte, indexfile.Stamp, error) {
+	fresh, stamp, err := r.readIndexStamped()
+	if err != nil {
+		return nil, nil, stamp, err
+	}
+	for p, k := range base {
+		if entriesKey(fresh, p) != k {
+			return nil, nil, stamp, errRaced // theirs now: judged again
+		}
+	}
+	// Someone's git wrote the index while the commit was built, and it
+	// holds staged changes: an operation is under way (a plain `git
+	// commit` releases index.lock before it moves HEAD, and fails if HEAD
+	// moves meanwhile). The branch is left alone.
+	if moves && r.opts.YieldToPerson {
+		staged, err := r.newStaged(fresh, parent, base)
+		if err != nil {
+			return nil, nil, stamp, err
+		}
+		if len(staged) > 0 {
+			return nil, nil, stamp, fmt.Errorf("%w (staged: %s)", ErrPersonGitActive, strings.Join(staged, ", "))
+		}
+	}
+	for p := range touched {
+		fresh.Take(ix, p)
+	}
+	fresh.SmudgeRacy(touched)
+	data, err := r.ixf.Encode(fresh)
+	return fresh, data, stamp, err
+}
+
+// othersStaged lists the paths, other than ours, whose entry in ix
+// differs from head's tree.
+func (r *Repo) othersStaged(ix *index.Index, head plumbing.Hash, ours map[string]string) ([]string, error) {
+	var tracked map[string]object.TreeEntry
+	if !head.IsZero() {
+		if err := r.flattenCommit(head, nil); err != nil {
+			return nil, err
+		}
+		tracked = r.flat
+	}
+	var out []string
+	for _, p := range stagedAgainst(ix, tracked) {
+		if _, mine := ours[p]; !mine {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// entriesKey is what the index records for p that a commit depends on:
+// each stage's object and mode (not the stat data a refresh rewrites).
+func entriesKey(ix *index.Index, p string) string {
+	var b strings.Builder
+	for _, e := range ix.EntriesOf(p) {
+		info := e.Info()
+		fmt.Fprintf(&b, "%d:%s:%o;", e.Stage, info.Hash, info.Mode)
+	}
+	return b.String()
 }
 
 // commitChanges writes the trees and a commit of changes on top of tip. A

@@ -186,6 +186,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 	if err != nil {
 		return local, nil, err
 	}
+	defer r.indexLockTimer()()
 	defer lk.Rollback()
 	if cur, err := r.Head(); err != nil {
 		return local, nil, err
@@ -298,6 +299,7 @@ func (r *Repo) checkOutgoing(remote, local plumbing.Hash) (plumbing.Hash, []stri
 		if err := gitstore.CASRef(r.GitDir, r.branchRef(), local, tip, r.opts.LockWait, r.objs.Sync, r.spares, r.reflog("memfsd: put back before the push")); err != nil {
 			return local, nil, err
 		}
+		r.markOwn()
 	}
 	if err := lk.Commit(); err != nil {
 		r.log.Warn("restore landed but the index was not updated", "commit", tip.String(), "err", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memfsd/memfsd/gitfmt/index"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/indexfile"
 )
 
 // A person's git in the folder. `git commit` reads HEAD when it starts and
@@ -98,6 +99,11 @@ func (r *Repo) PersonGit(now time.Time, maxAge time.Duration) (PersonGitSigns, e
 	if err != nil {
 		return s, err
 	}
+	if len(s.Signs) == 0 && len(s.Stale) == 0 {
+		// (a revert of memfsd's commit stages exactly what a write-back
+		// does: with its REVERT_HEAD, however old, it is the person's)
+		staged = r.dropClobbered(ix, staged)
+	}
 	if len(staged) > 0 {
 		// Staged long ago (the index untouched since) is left behind
 		// too: still never memfsd's to commit, but not waited on.
@@ -148,10 +154,119 @@ func (r *Repo) stagedPaths() ([]string, *index.Index, error) {
 		}
 		tracked = r.flat
 	}
-	ix, err := r.readIndex()
+	ix, stamp, err := r.readIndexStamped()
 	if err != nil {
 		return nil, nil, err
 	}
+	staged := stagedAgainst(ix, tracked)
+	r.look = &stagedLook{stamp: stamp, head: head, staged: staged}
+	return staged, ix, nil
+}
+
+// stagedLook is what the last look at a person's git (PersonGit) found
+// staged by someone else, on which index and HEAD: the staging the caller
+// decided on. A commit that finds more staged (a `git add` just after the
+// look) moves no branch: the person's commit is likely under way
+// (ErrPersonGitActive).
+type stagedLook struct {
+	stamp  indexfile.Stamp
+	head   plumbing.Hash
+	staged []string
+}
+
+// newStaged lists the paths, other than ours, staged by someone else in
+// ix (over head) that the last look did not see (all of them without a
+// look).
+func (r *Repo) newStaged(ix *index.Index, head plumbing.Hash, ours map[string]string) ([]string, error) {
+	staged, err := r.othersStaged(ix, head, ours)
+	if err != nil || r.look == nil {
+		return staged, err
+	}
+	out := staged[:0]
+	for _, p := range staged {
+		if _, known := slices.BinarySearch(r.look.staged, p); !known {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// recentEntry is what a window of memfsd's changed a path's index entry
+// from (old) and to (new), as entriesKey has them.
+type recentEntry struct {
+	old, new string
+	at       time.Time
+}
+
+// recentKeep is how long a window's changes are remembered (dropClobbered).
+const recentKeep = 30 * time.Second
+
+// noteWindow remembers the index entries a window of memfsd's changed.
+func (r *Repo) noteWindow(ix *index.Index, touched map[string]bool, base map[string]string) {
+	if !r.opts.YieldToPerson {
+		return
+	}
+	now := time.Now()
+	if r.recent == nil {
+		r.recent = map[string]recentEntry{}
+	}
+	for p, e := range r.recent {
+		if now.Sub(e.at) > recentKeep {
+			delete(r.recent, p)
+		}
+	}
+	for p := range touched {
+		if old, ok := base[p]; ok {
+			r.recent[p] = recentEntry{old: old, new: entriesKey(ix, p), at: now}
+		}
+	}
+}
+
+// dropClobbered takes out of staged (sorted) the paths whose index entry
+// is what it was before a recent window of memfsd's while HEAD has what
+// the window set: a git command read the index before that window and
+// wrote it back after (git merge, revert and stash read it long before
+// they lock it), undoing memfsd's entries, not staging anything of a
+// person's. They are put back at the next commit (r.clobbered). Only
+// looked at when no operation is in progress (a revert of memfsd's commit
+// stages exactly that, with REVERT_HEAD).
+func (r *Repo) dropClobbered(ix *index.Index, staged []string) []string {
+	if len(r.recent) == 0 || len(staged) == 0 || r.look == nil {
+		return staged
+	}
+	var tracked map[string]object.TreeEntry
+	if !r.look.head.IsZero() {
+		if err := r.flattenCommit(r.look.head, nil); err != nil {
+			return staged
+		}
+		tracked = r.flat
+	}
+	out := staged[:0:0]
+	for _, p := range staged {
+		rc, ok := r.recent[p]
+		head := ""
+		if t, in := tracked[p]; in {
+			head = fmt.Sprintf("0:%s:%o;", t.Hash, t.Mode)
+		}
+		if ok && entriesKey(ix, p) == rc.old && head == rc.new {
+			if r.clobbered == nil {
+				r.clobbered = map[string]string{}
+			}
+			r.clobbered[p] = rc.old
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) < len(staged) {
+		r.look.staged = out
+	}
+	return out
+}
+
+// stagedAgainst lists, sorted, the paths whose entry in ix differs from
+// tracked (HEAD's files): a file added, changed or removed in the index, or
+// in conflict.
+func stagedAgainst(ix *index.Index, tracked map[string]object.TreeEntry) []string {
 	var out []string
 	seen := make(map[string]bool, len(ix.Entries))
 	for _, e := range ix.Entries {
@@ -174,7 +289,7 @@ func (r *Repo) stagedPaths() ([]string, *index.Index, error) {
 		}
 	}
 	slices.Sort(out)
-	return out, ix, nil
+	return out
 }
 
 // stagedIn reports whether the index ix holds for p something else than
@@ -206,6 +321,7 @@ func (r *Repo) CommitStaged(paths []string, message string, who Signature) (plum
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	defer r.indexLockTimer()()
 	defer lk.Rollback() // the index stays as it is
 	parent, err := r.Head()
 	if err != nil {
@@ -258,6 +374,7 @@ func (r *Repo) CommitStaged(paths []string, message string, who Signature) (plum
 	if err := ref.Commit(false); err != nil {
 		return parent, err
 	}
+	r.markOwn()
 	return tip, nil
 }
 

@@ -74,6 +74,7 @@ func (r *Repo) CommitOnto(ref string, base plumbing.Hash, files map[string][]byt
 	if err := gitstore.SetRef(r.GitDir, ref, h, r.opts.LockWait, r.spares); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit onto %s: %w", ref, err)
 	}
+	r.markOwn()
 	return h, nil
 }
 

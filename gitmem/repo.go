@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -77,6 +78,13 @@ type Options struct {
 	// read-modify-write of a file under the same lock is never undone by
 	// a pull landing in between. Lock order: WorkLock, then mu.
 	WorkLock sync.Locker
+	// YieldToPerson makes commits and pulls give way to a person's git in
+	// the folder (an agent's repository): the folder's index.lock is taken
+	// only once no other process has written the index for IndexQuiet, and
+	// no branch moves over staging that began after the caller's last
+	// look (PersonGit): ErrPersonGitActive. Off, a commit only waits for
+	// the lock, as plain git does for refs.
+	YieldToPerson bool
 }
 
 // Repo is one work tree with .git inside, safe for concurrent use. Two
@@ -98,9 +106,23 @@ type Repo struct {
 	Remote Remote
 	opts   Options
 
-	syncMu    sync.Mutex
-	mu        sync.Mutex
-	ixf       *indexfile.File // .git/index, as last read or written
+	syncMu sync.Mutex
+	mu     sync.Mutex
+	ixf    *indexfile.File // .git/index, as last read or written
+	// indexLockMax is the longest the folder's index.lock was held by
+	// this repo, in nanoseconds (IndexLockMax).
+	indexLockMax   atomic.Int64
+	indexLockHolds [len(IndexLockBuckets)]atomic.Int64
+	// look is the last look at a person's git (PersonGit): what it found
+	// staged, a commit's reference for staging that began since.
+	look *stagedLook
+	// recent are the index entries memfsd's recent windows changed;
+	// clobbered, those a git command beside it undid (dropClobbered),
+	// put back by the next commit.
+	recent    map[string]recentEntry
+	clobbered map[string]string
+	// ownMarks are the quietMarks' times as memfsd's last window left them.
+	ownMarks  [len(quietMarks)]atomic.Int64
 	st        *filesystem.Storage
 	objs      *gitstore.Objects
 	spares    *gitstore.Spares
@@ -230,6 +252,7 @@ func Open(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.objs.Watch()
 	r.spares.Start()
+	r.adoptMarks() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 
@@ -330,6 +353,7 @@ func Init(dir string, remote Remote, opts Options) (*Repo, error) {
 	}
 	r.files.CheckLeases()
 	r.spares.Start()
+	r.adoptMarks() // what was there before memfsd opened it is not a person's git at work now
 	return r, nil
 }
 

@@ -190,15 +190,12 @@ func (r *Repo) scanWork() (WorkScan, error) {
 // refreshIndex records the current stat of files whose content matches
 // their index entry, as `git status` does, so the next scan need not read
 // them again, and puts back the entry of a file whose content matches HEAD's
-// (head) when the index lost or changed it. When the index is locked it is
-// skipped (the next scan tries again).
+// (head) when the index lost or changed it. The files are read and the new
+// index prepared without index.lock; the lock is taken only to rename it
+// in, and only if no one else holds it and the index is still the one
+// read (else skipped: the next scan tries again).
 func (r *Repo) refreshIndex(paths []string, head map[string]object.TreeEntry) {
-	lk, err := gitstore.AcquireLock(filepath.Join(r.GitDir, "index"), 0, r.spares)
-	if err != nil {
-		return
-	}
-	defer lk.Rollback()
-	ix, err := r.readIndex()
+	ix, stamp, err := r.readIndexStamped()
 	if err != nil {
 		return
 	}
@@ -236,7 +233,27 @@ func (r *Repo) refreshIndex(paths []string, head map[string]object.TreeEntry) {
 	}
 	ix.SmudgeRacy(skip)
 	data, err := r.ixf.Encode(ix)
-	if err == nil && lk.Write(data, false) == nil && lk.Commit() == nil {
+	if err != nil {
+		return
+	}
+	if cur, err := r.ixf.Stamp(); err != nil || cur != stamp || r.notQuiet(cur) > 0 {
+		return // changed, or a person's git at work: not now
+	}
+	pending, err := gitstore.PrepareLock(filepath.Join(r.GitDir, "index"), data, r.spares)
+	if err != nil {
+		return
+	}
+	defer pending.Drop()
+	lk, err := pending.Acquire(0)
+	if err != nil {
+		return
+	}
+	defer r.indexLockTimer()()
+	defer lk.Rollback()
+	if !r.ixf.Same(stamp) {
+		return
+	}
+	if lk.Commit() == nil {
 		r.ixf.Written(ix, data)
 	}
 }

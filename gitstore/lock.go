@@ -42,55 +42,159 @@ type LockFile struct {
 // ClearStaleLocks); without, it is created with O_CREAT|O_EXCL. With
 // spares, a missing folder for the lock is made.
 func AcquireLock(target string, wait time.Duration, sp *Spares) (*LockFile, error) {
-	path := target + ".lock"
-	deadline := time.Now().Add(wait)
-	delay := time.Millisecond
-	var spare *os.File
-	var spareName string
-	if sp != nil {
-		var err error
-		if spare, spareName, err = sp.take(); err != nil {
-			return nil, fmt.Errorf("take %s: %w", path, err)
+	p, err := PrepareLock(target, nil, sp)
+	if err != nil {
+		return nil, err
+	}
+	return p.Acquire(wait)
+}
+
+// PendingLock is a lock file written before it is taken: its content goes
+// into a spare file first (hardened by the next syncfs with everything
+// else), and Acquire only links it into place. The lock is then held for
+// the few system calls between Acquire and Commit, not for the work that
+// made the content: a git command that starts meanwhile finds no lock.
+type PendingLock struct {
+	target    string
+	data      []byte
+	sp        *Spares
+	spare     *os.File
+	spareName string
+}
+
+// PrepareLock writes data for <target>.lock without taking it.
+func PrepareLock(target string, data []byte, sp *Spares) (*PendingLock, error) {
+	p := &PendingLock{target: target, data: data, sp: sp}
+	if sp == nil {
+		return p, nil
+	}
+	var err error
+	if p.spare, p.spareName, err = sp.take(); err != nil {
+		return nil, fmt.Errorf("take %s.lock: %w", target, err)
+	}
+	if len(data) > 0 {
+		if _, err := p.spare.Write(data); err != nil {
+			p.Drop()
+			return nil, fmt.Errorf("write %s.lock: %w", target, err)
 		}
 	}
+	return p, nil
+}
+
+// Drop gives up a lock that was prepared and not taken.
+func (p *PendingLock) Drop() {
+	if p.spare != nil {
+		p.spare.Close()
+		p.sp.give(p.spareName)
+		p.spare = nil
+	}
+}
+
+// Acquire takes the prepared lock, retrying until wait has passed.
+func (p *PendingLock) Acquire(wait time.Duration) (*LockFile, error) {
+	path := p.target + ".lock"
+	deadline := time.Now().Add(wait)
+	delay := time.Millisecond
 	for {
-		var f *os.File
-		var err error
-		if spare != nil {
-			err = linkExclusive(spareName, path)
-			if errors.Is(err, fs.ErrNotExist) { // a new ref's folder
-				if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-					err = linkExclusive(spareName, path)
-				}
-			}
-			if err == nil {
-				f = spare
-			}
-		} else {
-			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		}
-		if err == nil {
-			return &LockFile{target: target, path: path, f: f, spare: spareName}, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			if spare != nil {
-				spare.Close()
-				sp.give(spareName)
-			}
-			return nil, fmt.Errorf("take %s: %w", path, err)
+		lk, err := p.TryAcquire()
+		if lk != nil || err != nil {
+			return lk, err
 		}
 		if time.Now().After(deadline) {
-			if spare != nil {
-				spare.Close()
-				sp.give(spareName)
-			}
-			return nil, fmt.Errorf("take %s: %w", path, lockedError(path, wait, sp))
+			p.Drop()
+			return nil, fmt.Errorf("take %s: %w", path, lockedError(path, wait, p.sp))
 		}
 		time.Sleep(delay)
 		if delay < 20*time.Millisecond {
 			delay *= 2
 		}
 	}
+}
+
+// TryAcquire takes the prepared lock if no one holds it: nil, nil when
+// someone does (the lock stays prepared, to try again).
+func (p *PendingLock) TryAcquire() (*LockFile, error) {
+	path := p.target + ".lock"
+	var f *os.File
+	var err error
+	if p.spare != nil {
+		err = linkExclusive(p.spareName, path)
+		if errors.Is(err, fs.ErrNotExist) { // a new ref's folder
+			if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+				err = linkExclusive(p.spareName, path)
+			}
+		}
+		if err == nil {
+			f = p.spare
+		}
+	} else {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil && len(p.data) > 0 {
+			if _, werr := f.Write(p.data); werr != nil {
+				f.Close()
+				os.Remove(path)
+				return nil, fmt.Errorf("write %s: %w", path, werr)
+			}
+		}
+	}
+	switch {
+	case err == nil:
+		lk := &LockFile{target: p.target, path: path, f: f, spare: p.spareName}
+		p.spare = nil
+		return lk, nil
+	case errors.Is(err, fs.ErrExist):
+		return nil, nil
+	}
+	p.Drop()
+	return nil, fmt.Errorf("take %s: %w", path, err)
+}
+
+// Return gives back a lock taken by TryAcquire, unused: its name goes,
+// its prepared content stays, to take again.
+func (p *PendingLock) Return(l *LockFile) {
+	if l == nil || l.done {
+		return
+	}
+	l.done = true
+	_ = os.Remove(l.path)
+	if l.spare != "" {
+		p.spare, p.spareName = l.f, l.spare
+		return
+	}
+	_ = l.f.Close()
+}
+
+// LockedError is the error of a lock at path held by someone else for
+// the whole wait (ErrLocked, with who may hold it and the next step).
+func LockedError(path string, wait time.Duration, sp *Spares) error {
+	return lockedError(path, wait, sp)
+}
+
+// Replace sets the prepared content to data.
+func (p *PendingLock) Replace(data []byte) error {
+	p.data = data
+	if p.spare == nil {
+		return nil
+	}
+	if err := p.spare.Truncate(0); err != nil {
+		return fmt.Errorf("write %s.lock: %w", p.target, err)
+	}
+	if _, err := p.spare.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("write %s.lock: %w", p.target, err)
+	}
+	return nil
+}
+
+// Replace sets the lock file's content to data (what was written before
+// is dropped).
+func (l *LockFile) Replace(data []byte) error {
+	if err := l.f.Truncate(0); err != nil {
+		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	if _, err := l.f.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	return nil
 }
 
 // Write replaces the lock file's content.
@@ -120,6 +224,25 @@ func (l *LockFile) Commit() error {
 	}
 	return nil
 }
+
+// Rename renames the lock over its target, like Commit, but leaves the
+// spare's own name for Finish to drop: the fewest system calls while the
+// lock is held (a window under another lock). Its file is closed first.
+func (l *LockFile) Rename() error {
+	l.done = true
+	if err := l.f.Close(); err != nil {
+		_ = os.Remove(l.path)
+		return fmt.Errorf("close %s: %w", l.path, err)
+	}
+	if err := os.Rename(l.path, l.target); err != nil {
+		_ = os.Remove(l.path)
+		return fmt.Errorf("rename %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// Finish drops what a Rename left (the spare's own name).
+func (l *LockFile) Finish() { l.dropSpare() }
 
 func (l *LockFile) dropSpare() {
 	if l.spare != "" {

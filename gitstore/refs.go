@@ -188,6 +188,68 @@ func PrepareRef(gitDir, name string, old, new plumbing.Hash, wait time.Duration,
 	return &RefUpdate{lk: lk, gitDir: gitDir, name: name, old: old, new: new, log: log}, nil
 }
 
+// PendingRef is a ref move whose new value is written before the ref's
+// lock is taken (PendingLock): Acquire takes the lock and checks the ref,
+// so the lock is held for a few system calls, never across a syncfs.
+type PendingRef struct {
+	lk       *PendingLock
+	gitDir   string
+	name     string
+	old, new plumbing.Hash
+	log      *ReflogEntry
+}
+
+// PrepareRefLater writes new for name's lock without taking it.
+func PrepareRefLater(gitDir, name string, old, new plumbing.Hash, sp *Spares, log *ReflogEntry) (*PendingRef, error) {
+	path := filepath.Join(gitDir, filepath.FromSlash(name))
+	if sp == nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("update %s: %w", name, err)
+		}
+	}
+	lk, err := PrepareLock(path, []byte(new.String()+"\n"), sp)
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", name, err)
+	}
+	return &PendingRef{lk: lk, gitDir: gitDir, name: name, old: old, new: new, log: log}, nil
+}
+
+// TryAcquire takes the ref's lock if no one holds it (nil, nil when
+// someone does) and checks the ref is still at old (ErrRefMoved
+// otherwise): the update is then Move's to finish, or Return's to give
+// back.
+func (p *PendingRef) TryAcquire() (*RefUpdate, error) {
+	lk, err := p.lk.TryAcquire()
+	if lk == nil || err != nil {
+		if err != nil {
+			err = fmt.Errorf("update %s: %w", p.name, err)
+		}
+		return nil, err
+	}
+	cur, err := ReadRef(p.gitDir, p.name)
+	if err == nil && cur != p.old {
+		err = fmt.Errorf("%w (is at %s, expected %s)", ErrRefMoved, Short(cur), Short(p.old))
+	}
+	if err != nil {
+		p.lk.Return(lk)
+		return nil, fmt.Errorf("update %s: %w", p.name, err)
+	}
+	return &RefUpdate{lk: lk, gitDir: p.gitDir, name: p.name, old: p.old, new: p.new, log: p.log}, nil
+}
+
+// Return gives back an update taken by TryAcquire, unused.
+func (p *PendingRef) Return(u *RefUpdate) {
+	if u != nil {
+		p.lk.Return(u.lk)
+	}
+}
+
+// LockPath is the ref's lock file.
+func (p *PendingRef) LockPath() string { return p.lk.target + ".lock" }
+
+// Drop gives up the prepared update (safe after Acquire).
+func (p *PendingRef) Drop() { p.lk.Drop() }
+
 // Commit moves the ref into place, fsyncing its new value first when sync
 // (false when a syncfs after PrepareRef already covered it).
 func (u *RefUpdate) Commit(sync bool) error {
@@ -203,6 +265,24 @@ func (u *RefUpdate) Commit(sync bool) error {
 		return fmt.Errorf("update %s: %w", u.name, err)
 	}
 	return nil
+}
+
+// Move renames the ref into place without writing the reflog (Log does,
+// after): the ref's part of a window held under another lock, kept to
+// the rename.
+func (u *RefUpdate) Move() error {
+	if err := u.lk.Rename(); err != nil {
+		return fmt.Errorf("update %s: %w", u.name, err)
+	}
+	return nil
+}
+
+// Log appends the move's reflog entry and drops what Move left.
+func (u *RefUpdate) Log() {
+	u.lk.Finish()
+	if u.log != nil {
+		u.log.append(u.gitDir, u.name, u.old, u.new)
+	}
 }
 
 // Rollback drops the lock, leaving the ref as it was. Safe after commit.

@@ -36,6 +36,11 @@ type File struct {
 	// splitOff: core.splitIndex is false (read once, see Encode).
 	splitOnce sync.Once
 	splitOff  bool
+	// written is the checksum and size of the index memfsd last renamed
+	// in (Ours).
+	writtenMu   sync.Mutex
+	writtenSum  [index.TrailerSize]byte
+	writtenSize int64
 }
 
 // New is the index of the repository whose .git is gitDir.
@@ -44,7 +49,82 @@ func New(gitDir string, sync bool) *File { return &File{gitDir: gitDir, sync: sy
 // Read returns the index, from the cache when it is current. The caller
 // owns the result and may change it. A split index whose shared index is
 // lost is ErrSharedIndexLost; one that cannot be parsed, index.ErrFormat.
-func (f *File) Read() (*index.Index, error) { return f.cache.read(f.gitDir) }
+func (f *File) Read() (*index.Index, error) {
+	ix, _, err := f.cache.read(f.gitDir)
+	return ix, err
+}
+
+// ReadStamped is Read, with the stamp of the file that was read.
+func (f *File) ReadStamped() (*index.Index, Stamp, error) { return f.cache.read(f.gitDir) }
+
+// Stamp tells one .git/index from another: its inode, size, change time
+// and trailing checksum. Git and memfsd replace the index by renaming a
+// new file over it, so any write by anyone shows here (an inode number
+// reused within the clock's tick keeps a different checksum). Missing: no
+// index.
+type Stamp struct {
+	Ino     uint64
+	Size    int64
+	Ctime   int64 // nanoseconds
+	Sum     [index.TrailerSize]byte
+	Missing bool
+}
+
+// Stamp reads the current index's stamp: an open, an fstat and the
+// trailing bytes, a few microseconds (it runs under index.lock).
+func (f *File) Stamp() (Stamp, error) {
+	fd, _, err := gitstore.OpenGitFile(f.gitDir, "index", gitstore.MaxIndexSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Stamp{Missing: true}, nil
+	}
+	if err != nil {
+		return Stamp{}, fmt.Errorf("read index: %w", err)
+	}
+	defer fd.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(fd.Fd()), &st); err != nil {
+		return Stamp{}, fmt.Errorf("read index: %w", err)
+	}
+	s := stampOf(&st)
+	if st.Size >= index.TrailerSize {
+		if _, err := fd.ReadAt(s.Sum[:], st.Size-index.TrailerSize); err != nil {
+			return Stamp{}, fmt.Errorf("read index: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Same reports whether the index on disk is still the one stamped s, by
+// one lstat (inode, size and change time; the checksum was compared when
+// s was taken): what a window under index.lock can afford.
+func (f *File) Same(s Stamp) bool {
+	var st syscall.Stat_t
+	err := syscall.Lstat(filepath.Join(f.gitDir, "index"), &st)
+	if err != nil {
+		return s.Missing && errors.Is(err, syscall.ENOENT)
+	}
+	c := stampOf(&st)
+	return !s.Missing && c.Ino == s.Ino && c.Size == s.Size && c.Ctime == s.Ctime
+}
+
+// Adopt takes the index stamped s as memfsd's own (Ours).
+func (f *File) Adopt(s Stamp) {
+	f.writtenMu.Lock()
+	defer f.writtenMu.Unlock()
+	f.writtenSum, f.writtenSize = s.Sum, s.Size
+}
+
+// Ours reports whether the index stamped s is the one memfsd last wrote
+// (not another process's).
+func (f *File) Ours(s Stamp) bool {
+	f.writtenMu.Lock()
+	defer f.writtenMu.Unlock()
+	return !s.Missing && s.Size == f.writtenSize && s.Sum == f.writtenSum && s.Sum != [index.TrailerSize]byte{}
+}
+
+func stampOf(st *syscall.Stat_t) Stamp {
+	return Stamp{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}
+}
 
 // cache keeps .git/index parsed between writes, so a write does not
 // read and parse every file's entry again (at 10,000 files that was a
@@ -67,32 +147,37 @@ type cache struct {
 
 // read returns gitDir's index, from the cache when it is current. The
 // caller owns the result and may change it.
-func (c *cache) read(gitDir string) (*index.Index, error) {
+func (c *cache) read(gitDir string) (*index.Index, Stamp, error) {
 	f, _, err := gitstore.OpenGitFile(gitDir, "index", gitstore.MaxIndexSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.forget()
-		return &index.Index{Version: 2}, nil
+		return &index.Index{Version: 2}, Stamp{Missing: true}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
+		return nil, Stamp{}, fmt.Errorf("read index: %w", err)
 	}
 	defer f.Close()
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
+		return nil, Stamp{}, fmt.Errorf("read index: %w", err)
 	}
+	stamp := stampOf(&st)
 	mtime := st.Mtim.Sec
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries != nil && st.Size == c.size && st.Size >= index.HeaderLen+index.TrailerSize {
 		var sum [index.TrailerSize]byte
 		if _, err := f.ReadAt(sum[:], st.Size-index.TrailerSize); err == nil && sum == c.sum {
-			return &index.Index{Version: c.version, Entries: slices.Clone(c.entries), Mtime: mtime, Base: c.base}, nil
+			stamp.Sum = sum
+			return &index.Index{Version: c.version, Entries: slices.Clone(c.entries), Mtime: mtime, Base: c.base}, stamp, nil
 		}
 	}
 	data := make([]byte, st.Size)
 	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
+		return nil, Stamp{}, fmt.Errorf("read index: %w", err)
+	}
+	if len(data) >= index.TrailerSize {
+		copy(stamp.Sum[:], data[len(data)-index.TrailerSize:])
 	}
 	ix, link, err := index.Parse(data)
 	if err == nil && link != nil {
@@ -100,12 +185,12 @@ func (c *cache) read(gitDir string) (*index.Index, error) {
 	}
 	if err != nil {
 		c.entries = nil
-		return nil, err
+		return nil, stamp, err
 	}
 	ix.Mtime = mtime
 	c.keep(ix, data)
 	ix.Entries = slices.Clone(ix.Entries)
-	return ix, nil
+	return ix, stamp, nil
 }
 
 // wrote records that data, the encoding of ix, is now the index on disk.
@@ -256,6 +341,12 @@ const sharedIndexFreshen = time.Hour
 // replaced links to one).
 func (f *File) Written(ix *index.Index, data []byte) {
 	f.cache.wrote(ix, data)
+	if len(data) >= index.TrailerSize {
+		f.writtenMu.Lock()
+		copy(f.writtenSum[:], data[len(data)-index.TrailerSize:])
+		f.writtenSize = int64(len(data))
+		f.writtenMu.Unlock()
+	}
 	if ix.NewShared && ix.Base != nil {
 		removeOldSharedIndexes(f.gitDir, sharedIndexPrefix+hex.EncodeToString(ix.Base.Name[:]))
 	}

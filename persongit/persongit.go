@@ -193,6 +193,14 @@ func (p *Wait) Waiting() bool {
 	return len(p.deferred) > 0 || p.turnHeld
 }
 
+// HasDeferred reports tool commits waiting: a later one waits behind
+// them, so the commits land in call order.
+func (p *Wait) HasDeferred() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.deferred) > 0
+}
+
 // TakeDeferred hands the deferred tool commits over, oldest first.
 func (p *Wait) TakeDeferred() []Deferred {
 	p.mu.Lock()

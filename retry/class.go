@@ -167,7 +167,7 @@ func classify(err error) (Class, time.Duration) {
 		return ClassAuth, 0
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return ClassNotFound, 0
-	case errors.Is(err, gitmem.ErrLocked), errors.Is(err, gitmem.ErrPrimaryAhead):
+	case errors.Is(err, gitmem.ErrLocked), errors.Is(err, gitmem.ErrPrimaryAhead), errors.Is(err, gitmem.ErrPersonGitActive):
 		return ClassRetryable, 0
 	case errors.Is(err, gitmem.ErrRemoteDeleteHeld):
 		return ClassRemoteDeleteHeld, 0

@@ -40,6 +40,8 @@ func NextStep(err error) string {
 		return "a file in the memory's .git (named above) is not what git writes there (a FIFO, device, link or an oversized file): remove it and put back what git expects (`git update-ref`, `git fetch`, `git reset` for the index); memfsd tries again at the next sync"
 	case errors.Is(err, gitmem.ErrLocked):
 		return "a git command holds a lock in the memory's .git (e.g. `git commit` with its editor open): finish it, or remove the .lock file named above if no git command is running; memfsd tries again at the next sync"
+	case errors.Is(err, gitmem.ErrPersonGitActive):
+		return "a git command in the memory folder was staging or committing: the commit waits until it ends (the files are kept as written); memfsd tries again by itself"
 	case errors.Is(err, worktree.ErrUntrackable):
 		return "a path git cannot track (e.g. .git below the root) was named: rename or remove it; the other files are committed"
 	case errors.Is(err, gitmem.ErrNotRepository):

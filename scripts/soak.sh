@@ -6,7 +6,7 @@
 #   scripts/soak.sh              # everything (about 16 minutes on 2 cores)
 #   scripts/soak.sh chaos fuzz   # some of them, by name
 #   FUZZTIME=2m scripts/soak.sh fuzz
-# Names: chaos writers scale gitmem history blockset walls e2e-race fuzz. The whole output of each is
+# Names: chaos writers scale gitmem persongit history blockset walls e2e-race fuzz. The whole output of each is
 # kept in $LOGDIR (default ${TMPDIR:-/tmp}/memfsd-soak).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +59,13 @@ on scale && soak scale 10m ./cmd/memfsd/ '^(TestRun_ThousandFilesThousandCommits
 # compared with git clone, a repack of 300 commits beside a CPU hog per core.
 on gitmem && soak gitmem 10m ./gitmem/ '^(TestRepo_CoexistsWithGitCLI|TestRepo_RepackGeometric|TestClone_SameAsGitClone|TestRepo_RepackNoStallOnBusyHost)$'
 on gitmem && soak embedded 10m ./embedded/ '^(TestEmbedded_GitGCBesideFetch|TestEmbedded_RefsBesideGitCLI|TestEmbedded_PushBesideGitGC)$'
+# A person's git loop in the memory folder (add + commit, revert, worktree
+# add + merge, stash push/pop, checkout; each checked for exit 0 and its
+# effect) for 2 minutes beside the agent writing a file every 20 ms, a
+# second machine pushing and turns ending (the suite: 3 s). Its figures:
+# commands run and failed, memfsd's holds of index.lock, the longest wait
+# for a clean `git status` after a burst of writes (issue 44).
+on persongit && soak persongit 10m ./agent/ '^TestAgent_PersonsGitLoopSoak$'
 # Long histories read as git reads them (index-pack of a 10,000-commit pack)
 # and the context's tree budget over 10,000 files.
 on history && soak history-pack 10m ./gitfmt/pack/ '^TestIndexPack_SameIndexAsGit$'

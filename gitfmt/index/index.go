@@ -233,6 +233,46 @@ func (ix *Index) Lookup(path string) (EntryInfo, bool) {
 	return ix.Entries[i].Info(), true
 }
 
+// EntriesOf returns path's entries, every stage (none: not in the index).
+// They share their bytes with ix.
+func (ix *Index) EntriesOf(path string) []Entry {
+	i, _ := ix.find(path)
+	j := i
+	for j < len(ix.Entries) && ix.Entries[j].Path == path {
+		j++
+	}
+	return ix.Entries[i:j]
+}
+
+// Take makes path's entries in ix those of from: Set's effect (anything
+// below path/ and a file at a parent folder dropped) when from has path at
+// stage 0, else RemoveFile's. It carries a change made on one reading of
+// an index over to a newer one another process wrote meanwhile.
+func (ix *Index) Take(from *Index, path string) {
+	es := from.EntriesOf(path)
+	if len(es) != 1 || es[0].Stage != 0 {
+		ix.RemoveFile(path)
+		for _, e := range es {
+			i, _ := ix.find(path)
+			for i < len(ix.Entries) && ix.Entries[i].Path == path && ix.Entries[i].Stage < e.Stage {
+				i++
+			}
+			ix.Entries = slices.Insert(ix.Entries, i, e)
+			ix.Dirty = true
+		}
+		return
+	}
+	ix.Dirty = true
+	ix.Remove(path)
+	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
+		if i, ok := ix.find(dir); ok {
+			ix.Entries = slices.Delete(ix.Entries, i, i+1)
+		}
+	}
+	i, _ := ix.find(path)
+	ix.Entries = slices.Insert(ix.Entries, i, es[0])
+}
+
 // Info decodes what the entry records about its file.
 func (e Entry) Info() EntryInfo {
 	d := e.Data
