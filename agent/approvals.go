@@ -86,6 +86,15 @@ func (a *Agent) reapplyOwedBlocks(repo *gitmem.Repo) (int, error) {
 		if ok, err := has(repo.RemoteFile); err == nil && ok {
 			continue // delivered: the next push's check ends the approval
 		}
+		if remoteChangedSince(repo, o.Base, o.Path) {
+			// The path changed on the remote since the approval (another
+			// writer, or the operator's own clone after the block set was
+			// delivered): not lost by the agent, superseded. The next
+			// push's check ends the approval; committing the old content
+			// again would undo the newer version (then be restored as
+			// the agent's read-only change).
+			continue
+		}
 		content := o.Content
 		if content == nil { // a record from before the content was kept
 			data, err := repo.Blob(o.Blob)
@@ -117,6 +126,34 @@ func (a *Agent) reapplyOwedBlocks(repo *gitmem.Repo) (int, error) {
 	return n, nil
 }
 
+// remoteChangedSince reports whether path at the remote's tip as last
+// known differs from path at base, the remote tip an approval is bound to
+// (false when base is zero or either cannot be read: then the approval is
+// taken as owed).
+func remoteChangedSince(repo *gitmem.Repo, base plumbing.Hash, path string) bool {
+	if base.IsZero() {
+		return false
+	}
+	var was plumbing.Hash
+	f, err := repo.FileAt(path, base.String())
+	switch {
+	case errors.Is(err, history.ErrNotInRevision):
+	case err != nil:
+		return false
+	default:
+		was = f.Blob
+	}
+	data, ok, err := repo.RemoteFile(path)
+	if err != nil {
+		return false
+	}
+	var now plumbing.Hash
+	if ok {
+		now = plumbing.ComputeHash(plumbing.BlobObject, data)
+	}
+	return now != was
+}
+
 func short(h plumbing.Hash) string {
 	if h.IsZero() {
 		return "(none)"
@@ -125,12 +162,15 @@ func short(h plumbing.Hash) string {
 }
 
 // blockSetsPending is each block set on record not on the remote yet,
-// with why (last: the last sync failure, nil when none).
-func (a *Agent) blockSetsPending(last *LastError) []status.BlockSetPending {
+// with why (last: the last sync failure, nil when none). One whose path
+// changed on the remote since it was made is not owed (superseded).
+func (a *Agent) blockSetsPending(repo *gitmem.Repo, last *LastError) []status.BlockSetPending {
 	var out []status.BlockSetPending
 	for _, o := range a.blockSets.Pending(a.blocksPath()) {
 		oc := a.BlockSetOutcome(o.Path)
-		if oc.State != "pending" {
+		if oc.State != "pending" || remoteChangedSince(repo, o.Base, o.Path) {
+			// (Changed on the remote since: superseded, nothing owed;
+			// the next push's check ends the approval.)
 			continue
 		}
 		why := oc.Reason

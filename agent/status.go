@@ -124,7 +124,7 @@ func (a *Agent) readStatus(scan bool) Status {
 			st.PersonGitInProgress = a.personGit(repo)
 			st.WriteProblems = a.writeProblems()
 			st.GitRefused = repo.Refused()
-			st.BlockSetsPending = a.blockSetsPending(st.LastError)
+			st.BlockSetsPending = a.blockSetsPending(repo, st.LastError)
 			if scan {
 				if b, err := a.Budget(); err == nil {
 					st.Budget = &b

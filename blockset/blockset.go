@@ -265,6 +265,8 @@ type Owed struct {
 	Path    string
 	Blob    plumbing.Hash
 	Content []byte
+	// Base is the remote tip the approval is bound to (zero: none).
+	Base plumbing.Hash
 }
 
 // Pending lists the approvals on record (the block sets not known to be
@@ -274,7 +276,7 @@ func (b *Book) Pending(file string) []Owed {
 	defer b.mu.Unlock()
 	var out []Owed
 	for _, ap := range b.read(file) {
-		o := Owed{Path: ap.Path, Blob: plumbing.NewHash(ap.Blob)}
+		o := Owed{Path: ap.Path, Blob: plumbing.NewHash(ap.Blob), Base: plumbing.NewHash(ap.Base)}
 		if ap.Content != nil && plumbing.ComputeHash(plumbing.BlobObject, ap.Content) == o.Blob {
 			o.Content = ap.Content
 		}

@@ -88,7 +88,8 @@ func (f gitFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, er
 		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(fi.Mode()))}
 	}
 	if looseRel.MatchString(rel) {
-		if err := checkLoose(file, rel); err != nil {
+		sums, err := checkLoose(file, rel)
+		if err != nil {
 			file.Close()
 			var big *ObjectTooLargeError
 			if errors.As(err, &big) {
@@ -96,6 +97,9 @@ func (f gitFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, er
 			}
 			return nil, &os.PathError{Op: "open", Path: path, Err: err}
 		}
+		// Only the bytes checked are read from it (the agent may rewrite
+		// it in place after the check).
+		return &checkedFile{readFile: &readFile{File: file, name: name}, id: looseID(rel), sums: sums}, nil
 	}
 	return &readFile{File: file, name: name}, nil
 }

@@ -1,7 +1,9 @@
 package gitstore_test
 
 import (
+	"compress/zlib"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,5 +119,51 @@ func TestObjects_AlternatesNotFollowed(t *testing.T) {
 	}
 	if got := refused.List(); len(got) == 0 || !strings.Contains(got[0], "alternates") {
 		t.Fatalf("refusals %q, want alternates named", got)
+	}
+}
+
+// The agent rewrites a loose object in place (same inode) between memfsd's
+// check of it and go-git's read: a valid object when gitFS opens and
+// inflates it to check, a zlib bomb stating 10 bytes by the time the
+// returned file is read. The check held only for the bytes it saw: the
+// file went on to inflate 256 MiB past its header. Now what is read
+// through the file is exactly what was checked, or an error.
+func TestGitFS_LooseRewrittenAfterCheckRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testgit.Run(t, dir, "init", "-q", "-b", "main")
+	gitDir := filepath.Join(dir, ".git")
+	os.WriteFile(filepath.Join(dir, "note.md"), []byte("a valid note\n"), 0o600)
+	id := testgit.Run(t, dir, "hash-object", "-w", "note.md")
+	rel := "objects/" + id[:2] + "/" + id[2:]
+	bombID := testgit.WriteZlibBomb(t, gitDir, 10, 256<<20)
+	bomb, err := os.ReadFile(filepath.Join(gitDir, "objects", bombID[:2], bombID[2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := gitstore.NewGitFS(gitDir).Open(rel)
+	if err != nil {
+		t.Fatalf("open the valid object: %v", err)
+	}
+	defer f.Close()
+	// The agent's shell: the same inode, new bytes.
+	p := filepath.Join(gitDir, filepath.FromSlash(rel))
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bomb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zlib.NewReader(f)
+	var n int64
+	if err == nil {
+		n, err = io.Copy(io.Discard, io.LimitReader(zr, 1<<30))
+	}
+	if n > 1<<20 || err == nil {
+		t.Fatalf("read the object rewritten after its check: %d bytes inflated, err %v; want an error and at most what was checked", n, err)
+	}
+	if !strings.Contains(err.Error(), "changed") {
+		t.Fatalf("err %v; want it to say the object changed while read", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -17,7 +18,10 @@ import (
 // resource the upstream says changed is told to this session when it
 // subscribed to it.
 type Proxy struct {
-	srv *mcp.Server
+	// srv is published once DialProxy made it: the upstream's
+	// notifications may arrive (on the client session's goroutine) while
+	// it is being made.
+	srv atomic.Pointer[mcp.Server]
 	up  *mcp.ClientSession
 }
 
@@ -29,13 +33,13 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 	p := &Proxy{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "memfsd-mcp", Version: version}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if p.srv != nil {
-				p.srv.ResourceUpdated(ctx, req.Params)
+			if srv := p.srv.Load(); srv != nil {
+				srv.ResourceUpdated(ctx, req.Params)
 			}
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			if p.srv != nil {
-				p.resourceListChanged()
+			if srv := p.srv.Load(); srv != nil {
+				resourceListChanged(srv)
 			}
 		},
 	})
@@ -78,8 +82,9 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 		}
 		opts.Instructions = init.Instructions
 	}
-	p.srv = mcp.NewServer(impl, opts)
-	p.srv.AddReceivingMiddleware(p.forward)
+	srv := mcp.NewServer(impl, opts)
+	srv.AddReceivingMiddleware(p.forward)
+	p.srv.Store(srv)
 	return p, nil
 }
 
@@ -87,7 +92,7 @@ func DialProxy(ctx context.Context, t mcp.Transport, version string) (*Proxy, er
 // session (the daemon pushes what it wrote).
 func (p *Proxy) Run(ctx context.Context, t mcp.Transport) error {
 	defer p.up.Close()
-	return p.srv.Run(ctx, t)
+	return p.srv.Load().Run(ctx, t)
 }
 
 // forward answers the methods the upstream serves with its answers;
@@ -136,17 +141,17 @@ func (p *Proxy) forward(next mcp.MethodHandler) mcp.MethodHandler {
 // (resourceListChanged); never listed nor read: both are forwarded.
 const listChangedURI = "memfsd-proxy://list-changed"
 
-// resourceListChanged tells this server's sessions what the upstream told
+// resourceListChanged tells srv's sessions what the upstream told
 // the proxy: notifications/resources/list_changed (a write added or
 // removed a file). The SDK sends it when the server's own resource list
 // changes, and has no call to send it otherwise: a resource added and
 // taken back at once does it (one notification: the SDK folds changes
 // 10 ms apart into one).
-func (p *Proxy) resourceListChanged() {
-	p.srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: "list-changed"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func resourceListChanged(srv *mcp.Server) {
+	srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: "list-changed"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return nil, mcp.ResourceNotFoundError(listChangedURI)
 	})
-	p.srv.RemoveResources(listChangedURI)
+	srv.RemoveResources(listChangedURI)
 }
 
 // orEmpty is p, or the empty params for a request that came without.

@@ -212,3 +212,52 @@ func owedBlockSet(t *testing.T, drop string) {
 		t.Fatalf("remote persona after the last turn = %q", got)
 	}
 }
+
+// An operator's block set that reached the remote, then changed there by
+// another clone (the operator's own git, as SPEC §8 allows): the agent
+// pulls the new version, and nothing is owed. The delivered approval must
+// not be taken for one the agent's history lost: the old persona is never
+// committed again over the new one (nor then "restored" as a read-only
+// change the agent made).
+func TestOwed_DeliveredBlockSetChangedOnRemoteNotAppliedAgain(t *testing.T) {
+	t.Parallel()
+	srv := gitserver.New(t, token)
+	home := t.TempDir()
+	id := "owedthenchanged"
+	p := startDaemon(t, srv, home, "--agent", id, "--debounce", "10s",
+		"--retry-initial", "10ms", "--retry-max", "50ms", "--retry-budget", "300ms")
+	dir := memDir(home, id)
+	bare := srv.RepoDir(id)
+	const persona = "---\ndescription: the operator's persona\nread_only: true\n---\nFirst version.\n"
+	f := filepath.Join(t.TempDir(), "persona.md")
+	os.WriteFile(f, []byte(persona), 0o600)
+	if code, out := runCLI(t, srv, home, "block", "set", "persona", "--agent", id, "--file", f); code != 0 {
+		t.Fatalf("block set: exit %d: %s", code, out)
+	}
+	if got := git(t, bare, "show", "main:system/persona.md") + "\n"; got != persona {
+		t.Fatalf("remote persona after the block set = %q", got)
+	}
+	// The operator changes the persona from another clone.
+	const newer = "---\ndescription: the operator's persona\nread_only: true\n---\nSecond version, from another clone.\n"
+	other := t.TempDir()
+	git(t, other, "clone", "-q", bare, ".")
+	os.WriteFile(filepath.Join(other, "system", "persona.md"), []byte(newer), 0o600)
+	git(t, other, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-q", "-am", "operator: persona, second version")
+	git(t, other, "push", "-q", "origin", "HEAD:main")
+
+	for range 3 {
+		p.turn(id)
+	}
+	if got := git(t, bare, "show", "main:system/persona.md") + "\n"; got != newer {
+		t.Fatalf("remote persona = %q, want the operator's second version", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "system", "persona.md")); string(got) != newer {
+		t.Fatalf("local persona = %q, want the operator's second version", got)
+	}
+	if log := git(t, bare, "log", "--format=%s", "main"); strings.Contains(log, "again") || strings.Contains(log, "restore read-only") {
+		t.Fatalf("the delivered block set was applied again over the newer persona; remote log:\n%s", log)
+	}
+	if st := p.owedStatus(id); len(st.BlockSetsPending) != 0 {
+		t.Fatalf("block_sets_pending = %+v, want none", st.BlockSetsPending)
+	}
+}
