@@ -23,7 +23,8 @@ ARG REVISION=unknown
 COPY --from=rootfs /out/rootfs/ /
 COPY --from=rootfs --chown=65532:65532 /out/home /memfsd
 USER 65532:65532
-ENV MEMFSD_HOME=/memfsd \
+ENV PATH=/usr/local/bin \
+    MEMFSD_HOME=/memfsd \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 WORKDIR /memfsd
 ENTRYPOINT ["/usr/local/bin/memfsd"]

@@ -8,7 +8,8 @@
 #   bin/image/memfsd-oci/           an OCI image layout (tag $VERSION)
 #   bin/image/memfsd-$VERSION.tar   the same as an oci-archive
 #                                   (podman load -i / skopeo copy oci-archive:...)
-# and tags localhost/memfsd:$VERSION in buildah's storage.
+# and tags localhost/memfsd:$VERSION and :latest (not with NO_LATEST=1) in
+# buildah's storage.
 # Env: VERSION (default git describe), STORAGE_DRIVER (default vfs: works
 # in a container without overlay), OUT (default bin/image).
 set -euo pipefail
@@ -37,6 +38,7 @@ mkdir "$ctx/empty"
   -f "$PWD/Dockerfile" -t localhost/memfsd:"$version" "$ctx/empty" >/dev/null
 # (buildah 1.28 leaves the "rootfs" stage's container: -f removes it.)
 "${bh[@]}" rmi -f localhost/memfsd-rootfs:"$version" >/dev/null
+[ -n "${NO_LATEST:-}" ] || "${bh[@]}" tag localhost/memfsd:"$version" localhost/memfsd:latest
 
 rm -rf "$out/memfsd-oci" "$out/memfsd-$version.tar"
 "${bh[@]}" push -q localhost/memfsd:"$version" oci:"$out/memfsd-oci:$version"

@@ -129,7 +129,7 @@ func buildImage(t *testing.T) (layout, version string) {
 	out := t.TempDir()
 	version = fmt.Sprintf("test-%d", os.Getpid())
 	cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "image.sh"))
-	cmd.Env = append(os.Environ(), "OUT="+out, "VERSION="+version)
+	cmd.Env = append(os.Environ(), "OUT="+out, "VERSION="+version, "NO_LATEST=1")
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
 	if err != nil {
@@ -165,8 +165,8 @@ func TestImage_BuiltByTheScript(t *testing.T) {
 	if c.Labels["org.opencontainers.image.version"] != version || c.Labels["org.opencontainers.image.revision"] == "" || c.Labels["org.opencontainers.image.source"] == "" {
 		t.Errorf("labels %v, want org.opencontainers.image.version=%s, revision and source", c.Labels, version)
 	}
-	if !containsPrefix(c.Env, "MEMFSD_HOME=/memfsd") {
-		t.Errorf("Env %v, want MEMFSD_HOME=/memfsd", c.Env)
+	if !containsPrefix(c.Env, "MEMFSD_HOME=/memfsd") || !containsPrefix(c.Env, "PATH=/usr/local/bin") {
+		t.Errorf("Env %v, want MEMFSD_HOME=/memfsd and PATH=/usr/local/bin", c.Env)
 	}
 	for _, want := range []string{"/usr/local/bin/memfsd", "/etc/ssl/certs/ca-certificates.crt", "/etc/passwd", "/etc/group"} {
 		if f, ok := files[want]; !ok || f.typ != tar.TypeReg {
