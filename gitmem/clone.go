@@ -41,8 +41,8 @@ func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo,
 	if err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	defer os.RemoveAll(tmp)                             // ours alone; empty once moved into place
-	if err := os.Chmod(tmp, fsperm.Dir()); err != nil { // MkdirTemp's 0700, or the group's
+	defer os.RemoveAll(tmp)                              // ours alone; empty once moved into place
+	if err := os.Chmod(tmp, fsperm.Root()); err != nil { // MkdirTemp's 0700, or the group's (set-group-ID)
 		return nil, fmt.Errorf("clone: %w", err)
 	}
 	built, err := Init(tmp, remote, opts)

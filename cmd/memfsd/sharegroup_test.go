@@ -64,13 +64,16 @@ func agentShell(t *testing.T, dir, script string) (string, error) {
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agentUID, Gid: sharedGID}}
+	// Its own primary group, memfsd's as a supplementary one (usermod -aG,
+	// the systemd example); in Kubernetes memfsd's group is its primary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agentUID, Gid: agentUID, Groups: []uint32{sharedGID}}}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
 // A sidecar and an agent that run as different users in one group (issue
-// 40): with --share-group the agent (uid 1001, group 1000) reads its
+// 40): with --share-group the agent (uid 1001, group 1001, in group 1000)
+// reads its
 // blocks, writes a file that memfsd (uid 1000) commits and pushes, and
 // ends its turn on its own socket; a read-only block it overwrites is put
 // back and never reaches the remote; memfsd's home stays unlistable and
@@ -131,8 +134,12 @@ printf 'the agent was here\n' > system/persona.md
 		got, _ := os.ReadFile(filepath.Join(dir, "system", "persona.md"))
 		return string(got) == persona
 	})
-	if fi, err := os.Stat(filepath.Join(dir, "notes", "a.md")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != agentUID {
-		t.Fatalf("notes/a.md: %v %v, want the agent's file", fi, err)
+	// The folder is set-group-ID: what the agent made is memfsd's group's.
+	if fi, err := os.Stat(dir); err != nil || fi.Mode()&fs.ModeSetgid == 0 {
+		t.Errorf("memory folder: %v, want set-group-ID", modeOrErr(fi, err))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "notes", "a.md")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != agentUID || fi.Sys().(*syscall.Stat_t).Gid != sharedGID {
+		t.Fatalf("notes/a.md: %v %v, want the agent's file in group %d", fi, err, sharedGID)
 	}
 
 	// What is memfsd's alone stays so.

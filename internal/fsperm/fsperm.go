@@ -31,6 +31,17 @@ func Dir() os.FileMode {
 	return 0o700
 }
 
+// Root is the mode of the memory folder itself: Dir, and shared also
+// set-group-ID, so every folder and file made in it (by the agent too,
+// whatever its primary group) belongs to memfsd's group, which memfsd
+// reads and writes through.
+func Root() os.FileMode {
+	if group.Load() {
+		return 0o770 | os.ModeSetgid
+	}
+	return 0o700
+}
+
 // File is the mode of a memory file (0600, shared 0660).
 func File() os.FileMode {
 	if group.Load() {
