@@ -142,6 +142,20 @@ printf 'the agent was here\n' > system/persona.md
 		t.Fatalf("notes/a.md: %v %v, want the agent's file in group %d", fi, err, sharedGID)
 	}
 
+	// The agent replaces the read-only block with a file of its own (its
+	// owner now): put back all the same.
+	if out, err := agentShell(t, dir, "umask 0007; rm system/persona.md && printf 'mine now\\n' > system/persona.md"); err != nil {
+		t.Fatalf("the agent's rm and write: %v\n%s", err, out)
+	}
+	p.turn("sg")
+	if got := git(t, bare, "show", "main:system/persona.md") + "\n"; got != persona {
+		t.Fatalf("remote persona = %q after the agent replaced the file, want the operator's", got)
+	}
+	waitFor(t, 30*time.Second, "the replaced persona put back", func() bool {
+		got, _ := os.ReadFile(filepath.Join(dir, "system", "persona.md"))
+		return string(got) == persona
+	})
+
 	// What is memfsd's alone stays so.
 	for _, probe := range []string{"ls " + home, "cat " + filepath.Join(filepath.Dir(dir), "origin-url"), bin + " health --listen unix://" + filepath.Join(home, "admin.sock")} {
 		if out, err := agentShell(t, dir, probe); err == nil || !strings.Contains(strings.ToLower(out), "permission denied") {
