@@ -27,6 +27,8 @@ import (
 	"github.com/memfsd/memfsd/remoteurl"
 	"github.com/memfsd/memfsd/retry"
 	"github.com/memfsd/memfsd/search"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // DefaultUsername is the HTTP Basic user sent with the token.
@@ -339,13 +341,15 @@ func (c *Config) Operator() gitmem.Signature {
 }
 
 // EnsurePrivateDirs creates <home>, agents/ and agents/<id>/ as 0700
-// whatever the umask, and tightens them when they exist.
+// whatever the umask (0710 with --share-group: fsperm.Path), and sets
+// that mode when they exist.
 func (c *Config) EnsurePrivateDirs(id string) error {
+	perm := fsperm.Path()
 	for _, d := range []string{c.Home, filepath.Join(c.Home, "agents"), filepath.Join(c.Home, "agents", id)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := os.MkdirAll(d, perm); err != nil {
 			return err
 		}
-		if err := os.Chmod(d, 0o700); err != nil {
+		if err := os.Chmod(d, perm); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/memfsd/memfsd/internal/unixsock"
 	"github.com/memfsd/memfsd/mcpserver"
 	"github.com/memfsd/memfsd/reminders"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // AgentSocketName is the file name of an agent's own socket, in
@@ -62,7 +64,7 @@ func errOtherAgent(only, id string) error {
 }
 
 // ServeAgentSockets gives every agent managed from now on its own socket,
-// AgentSocketPath (0600, in its 0700 folder), serving the agent socket's
+// AgentSocketPath (0600, in its 0700 folder; 0660 in 0710 with --share-group), serving the agent socket's
 // routes (adminAddr is named in the operator routes' 403) for that agent
 // only. Call it before Manage; Close (or CloseSockets) removes them.
 func (d *Daemon) ServeAgentSockets(adminAddr string) {
@@ -108,7 +110,7 @@ func (d *Daemon) openAgentSocket(id string) {
 		return
 	}
 	path := AgentSocketPath(d.cfg.Home, id)
-	l, err := unixsock.Listen(path)
+	l, err := unixsock.ListenMode(path, fsperm.Socket())
 	if err != nil {
 		d.log.Error("agent socket not opened: the agent is reachable on the shared socket only; fix the cause and restart memfsd", "agent", id, "socket", path, "err", err)
 		return

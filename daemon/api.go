@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/internal/unixsock"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // AgentHandler is the API on the agent's socket (SPEC §6): the agent's
@@ -204,9 +207,16 @@ func writeError(w http.ResponseWriter, code int, err error) {
 // Listen opens the API address: "unix://<path>" (socket mode 0600; a stale
 // socket file left by a crash is replaced; a path of any length) or
 // "host:port".
-func Listen(addr string) (net.Listener, error) {
+func Listen(addr string) (net.Listener, error) { return listen(addr, 0o600) }
+
+// ListenAgent is Listen for an address given to the agent (--listen): its
+// socket's mode is fsperm.Socket (0600; 0660 with --share-group). The
+// operator's address keeps Listen's 0600.
+func ListenAgent(addr string) (net.Listener, error) { return listen(addr, fsperm.Socket()) }
+
+func listen(addr string, mode os.FileMode) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		return unixsock.Listen(path)
+		return unixsock.ListenMode(path, mode)
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("listen %q: want unix:///path or host:port", addr)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // Clone makes dir a clone of the remote, or opens it when it already is
@@ -32,14 +34,17 @@ func Clone(ctx context.Context, dir string, remote Remote, opts Options) (*Repo,
 		return nil, fmt.Errorf("clone: %s/.git exists but is not a repository (no HEAD): move it away to clone afresh", dir)
 	}
 	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := os.MkdirAll(parent, fsperm.Path()); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, ".memfsd-clone-")
 	if err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	defer os.RemoveAll(tmp) // ours alone; empty once moved into place
+	defer os.RemoveAll(tmp)                              // ours alone; empty once moved into place
+	if err := os.Chmod(tmp, fsperm.Root()); err != nil { // MkdirTemp's 0700, or the group's (set-group-ID)
+		return nil, fmt.Errorf("clone: %w", err)
+	}
 	built, err := Init(tmp, remote, opts)
 	if err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
@@ -83,7 +88,7 @@ func moveClone(tmp, dir string) error {
 		}
 		dst := filepath.Join(dir, rel)
 		if d.IsDir() {
-			return os.MkdirAll(dst, 0o700)
+			return os.MkdirAll(dst, fsperm.Dir())
 		}
 		if err := unix.Renameat2(unix.AT_FDCWD, p, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil && !errors.Is(err, unix.EEXIST) {
 			return err

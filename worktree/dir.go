@@ -14,6 +14,8 @@ import (
 
 	"github.com/memfsd/memfsd/internal/procid"
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // TempDir is where memfsd makes its temporary files for a memory folder:
@@ -201,7 +203,7 @@ func (d *Dir) MkdirAll(rel string) error {
 		if part == "" || part == "." || part == ".." {
 			return &os.PathError{Op: "mkdir", Path: rel, Err: unix.EINVAL}
 		}
-		if err := unix.Mkdirat(cur, part, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := unix.Mkdirat(cur, part, uint32(fsperm.Dir())); err != nil && !errors.Is(err, unix.EEXIST) {
 			return &os.PathError{Op: "mkdir", Path: rel, Err: err}
 		}
 		next, err := unix.Openat(cur, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -377,9 +379,9 @@ func writeTemp(pfd int, data []byte, mode Mode, sync bool) (string, error) {
 			}
 			return name, err
 		}
-		perm := uint32(0o600)
+		perm := uint32(fsperm.File())
 		if mode == Executable {
-			perm = 0o700
+			perm = uint32(fsperm.Exec())
 		}
 		fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		if errors.Is(err, unix.EEXIST) {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // freshWriters is how many files a first checkout writes at once: creating
@@ -45,7 +47,7 @@ func WriteFresh(root string, changes []FreshFile, store Store) ([]*syscall.Stat_
 	}
 	slices.Sort(sorted) // a parent sorts before its children
 	for _, d := range sorted {
-		if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(d)), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(d)), fsperm.Dir()); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("checkout: %w", err)
 		}
 	}
@@ -102,9 +104,9 @@ func createFresh(abs string, data []byte, mode Mode) (*syscall.Stat_t, error) {
 		}
 		return fi.Sys().(*syscall.Stat_t), nil
 	}
-	perm := os.FileMode(0o600)
+	perm := fsperm.File()
 	if mode == Executable {
-		perm = 0o700
+		perm = fsperm.Exec()
 	}
 	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memfsd/memfsd/internal/fsperm"
 )
 
 // ErrNoLease is returned where the filesystem (or the file's owner) gives
@@ -160,9 +162,9 @@ func (l *Leased) Write(data []byte, exec bool) (*syscall.Stat_t, error) {
 	if err := unix.Ftruncate(l.fd, int64(len(data))); err != nil {
 		return nil, err
 	}
-	perm := uint32(0o600)
+	perm := uint32(fsperm.File())
 	if exec {
-		perm = 0o700
+		perm = uint32(fsperm.Exec())
 	}
 	if l.stat.Mode&0o777 != perm {
 		if err := unix.Fchmod(l.fd, perm); err != nil {

@@ -134,9 +134,19 @@ func (p *proc) waitHealthy(d time.Duration) {
 // launchDaemon starts the binary and returns at once.
 func launchDaemon(t testing.TB, srv *gitserver.Server, home string, args ...string) *proc {
 	t.Helper()
+	return launchDaemonAs(t, srv, home, binPath, nil, args...)
+}
+
+// launchDaemonAs is launchDaemon with the binary at bin, run as cred's
+// user and group when cred is not nil (the test process is root).
+func launchDaemonAs(t testing.TB, srv *gitserver.Server, home, bin string, cred *syscall.Credential, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, home: home, logs: &syncBuffer{}}
 	full := append([]string{"run", "--home", home, "--base-url", srv.URL, "--debounce", "50ms", "--log-level", "debug"}, args...)
-	p.cmd = exec.Command(binPath, full...)
+	p.cmd = exec.Command(bin, full...)
+	if cred != nil {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	p.cmd.Env = append(os.Environ(), "MEMFSD_TOKEN="+token)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	// Wait returns at most this long after the daemon exits, even if

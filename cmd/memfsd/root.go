@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/gitmem"
 	"github.com/memfsd/memfsd/gitstore"
+	"github.com/memfsd/memfsd/internal/fsperm"
 	"github.com/memfsd/memfsd/memtool"
 	"github.com/memfsd/memfsd/retry"
 )
@@ -34,6 +36,7 @@ type globals struct {
 	authorEmail                 string
 	logLevel                    string
 	noFsync                     bool
+	shareGroup                  bool
 	listen                      string
 	adminListen                 string
 	// listenTokenFile holds the bearer token of a TCP --listen (the
@@ -101,7 +104,18 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applyEnv(cmd)
+			if err := applyEnv(cmd); err != nil {
+				return err
+			}
+			if g.shareGroup {
+				// The agent's folders, files and sockets are the group's too
+				// (fsperm); the umask keeps git's own files in .git
+				// reachable by the group as well. Records, the embedded
+				// remote and the admin socket stay 0700/0600.
+				fsperm.ShareGroup(true)
+				syscall.Umask(0o007)
+			}
+			return nil
 		},
 	}
 	home := "~/.memfsd"
@@ -122,6 +136,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&g.operatorName, "operator-name", agent.DefaultOperatorName, "author of the operator's commits: block set, read-only blocks put back, deletions restored (env MEMFSD_OPERATOR_NAME)")
 	f.StringVar(&g.operatorEmail, "operator-email", "", "email of the operator's commits (default: <operator-name>@memfsd.local; env MEMFSD_OPERATOR_EMAIL)")
 	f.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&g.shareGroup, "share-group", false, "share the agent's memory folder and sockets with memfsd's group, for an agent that runs as another user in that group: folders 0770, files 0660, the agent's sockets 0660, <home>, agents/ and agents/<id>/ 0710; read-only blocks stay read-only; default private: 0700, 0600 (env MEMFSD_SHARE_GROUP)")
 	f.BoolVar(&g.noFsync, "no-fsync", false, "skip fsync of objects, refs and the memory tool's files (faster; a power cut may lose recent writes and commits)")
 	f.StringVar(&g.listen, "listen", "", "the shared API, every agent's routes (a one-agent sidecar, the operator's tools; in a multi-agent daemon give each agent its own <home>/agents/<id>/memfsd.sock instead): unix:///path or 127.0.0.1:PORT (default unix://<home>/memfsd.sock; env MEMFSD_LISTEN)")
 	f.StringVar(&g.adminListen, "admin-listen", "", "the operator's API (block set, accept, adding agents): unix:///path or 127.0.0.1:PORT (default unix://<home>/admin.sock, mode 0600; env MEMFSD_ADMIN_LISTEN); never give it to the agent")

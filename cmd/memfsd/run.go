@@ -149,7 +149,7 @@ func newRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			ln, err := daemon.Listen(listen)
+			ln, err := daemon.ListenAgent(listen)
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,11 @@ type Listener struct {
 // Listen binds a unix socket at path with mode 0600, creating its folder
 // (0700) when missing. A file left at path by a process that is gone (a
 // SIGKILLed daemon's socket) is replaced; a socket someone serves is not.
-func Listen(path string) (*Listener, error) {
+func Listen(path string) (*Listener, error) { return ListenMode(path, 0o600) }
+
+// ListenMode is Listen with the socket's mode given (0660 for a socket
+// shared with memfsd's group, fsperm.Socket).
+func ListenMode(path string, mode os.FileMode) (*Listener, error) {
 	dir, name := filepath.Split(path)
 	if name == "" {
 		return nil, fmt.Errorf("listen unix://%s: not a file path", path)
@@ -63,10 +67,10 @@ func Listen(path string) (*Listener, error) {
 		// The file is removed by path in Close, after checking it is
 		// still ours: the /proc name dies with the descriptor.
 		ln.(*net.UnixListener).SetUnlinkOnClose(false)
-		// The folder is 0700, so no one else reaches the socket before
-		// its mode is narrowed.
+		// The folder is 0700 (or, shared, the group's), so no one else
+		// reaches the socket before its mode is narrowed.
 		var st unix.Stat_t
-		if err := os.Chmod(path, 0o600); err != nil {
+		if err := os.Chmod(path, mode); err != nil {
 			ln.Close()
 			return err
 		}
