@@ -73,7 +73,7 @@ on gitmem && soak embedded 10m ./embedded/ '^(TestEmbedded_GitGCBesideFetch|Test
 # (0-2 cold commands of ~1,250 meet a commit's window; `git status` not
 # clean within 10 s about twice in 2 minutes; docs/testing.md), and a soak
 # that is known to fail would only hide the others' results in CI.
-named persongit && soak persongit 10m ./agent/ '^TestAgent_PersonsGitLoopSoak$'
+named persongit && soak persongit 10m ./agent/ '^TestAgent_PersonsGit(LoopSoak|BesideAWritingAgent)$'
 # Long histories read as git reads them (index-pack of a 10,000-commit pack)
 # and the context's tree budget over 10,000 files.
 on history && soak history-pack 10m ./gitfmt/pack/ '^TestIndexPack_SameIndexAsGit$'
