@@ -228,7 +228,7 @@ func TestRecover_RetryableStatuses(t *testing.T) {
 		if st := a.Status(true); st.Ahead != 1 {
 			t.Fatalf("ahead = %d, want the commit kept locally", st.Ahead)
 		}
-		f.Count = 0
+		srv.RemoveFault(f)
 		res, err := a.Sync(context.Background(), agent.SyncOptions{})
 		if err != nil || res.Pushed != 1 || remoteFile(t, srv, "flaky", "late.md") != "kept" {
 			t.Fatalf("next sync: %+v %v", res, err)

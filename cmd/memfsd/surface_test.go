@@ -198,7 +198,7 @@ func TestSurface_Reminders(t *testing.T) {
 		if !p.reminders("rm").has("sync_delayed") {
 			t.Fatal("no sync_delayed reminder")
 		}
-		f.Count = 0
+		srv.RemoveFault(f)
 		// The background retry may push it before the turn does (issue 38).
 		if tr := p.turn("rm"); (tr.Outcome != "pushed" && tr.Outcome != "clean") || tr.Status.Ahead != 0 {
 			t.Fatalf("turn after recovery = %+v", tr)
@@ -215,7 +215,7 @@ func TestSurface_Reminders(t *testing.T) {
 		if r := p.reminders("rm"); !r.has("sync_failed") {
 			t.Fatalf("reminders = %+v", r)
 		}
-		f.Count = 0
+		srv.RemoveFault(f)
 		p.turn("rm")
 		if p.reminders("rm").has("sync_failed") {
 			t.Fatal("sync_failed stays after a good sync")

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,6 +241,14 @@ func (s *Server) chaosFault() *Fault {
 	default:
 		return &Fault{Delay: time.Duration(s.chaosRand.Intn(300)) * time.Millisecond}
 	}
+}
+
+// RemoveFault takes f away (under the server's lock: a daemon's
+// background retry may be asking for a fault at the same moment).
+func (s *Server) RemoveFault(f *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = slices.DeleteFunc(s.faults, func(g *Fault) bool { return g == f })
 }
 
 // ClearFaults removes every fault.
