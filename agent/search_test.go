@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/internal/gitserver"
@@ -389,4 +390,79 @@ func TestAgent_SearchIndexOnDisk(t *testing.T) {
 			t.Fatalf("%s: not saved again as a file: %v", c.what, err)
 		}
 	}
+}
+
+// TestAgent_SearchIndexOnDisk10k measures, at 10,000 files (set
+// MEMFSD_SEARCH_10K=1), the first search that builds the index from git
+// (what every CLI search and every daemon's first search did before the
+// index was kept on disk), then a new process's first search and a CLI
+// search (ReadSearch), which load it. Figures in docs/performance.md.
+func TestAgent_SearchIndexOnDisk10k(t *testing.T) {
+	if os.Getenv("MEMFSD_SEARCH_10K") == "" {
+		t.Skip("MEMFSD_SEARCH_10K not set")
+	}
+	const files = 10000
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	ctx := context.Background()
+	peer := cliClone(t, srv, "s10k")
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
+	for i := range files {
+		dir := filepath.Join(peer, fmt.Sprintf("d%02d", i%40), fmt.Sprintf("e%d", i%7))
+		os.MkdirAll(dir, 0o755)
+		var b strings.Builder
+		fmt.Fprintf(&b, "---\ndescription: note %d on %s and %s\n---\n", i, words[i%26], words[(i/26)%26])
+		for j := range 150 {
+			fmt.Fprintf(&b, "%s%d %s ", words[(i*7+j)%26], (i*31+j*17)%5000, words[(i+j*3)%26])
+			if j%12 == 11 {
+				b.WriteString("\n")
+			}
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%05d.md", i)), []byte(b.String()), 0o644)
+	}
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "10k notes")
+	git(t, peer, "push", "-q", "origin", "main")
+	a, err := open(t, cfg, "s10k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	timed := func(what string, f func()) time.Duration {
+		start := time.Now()
+		f()
+		d := time.Since(start)
+		t.Logf("%s: %v", what, d.Round(time.Millisecond))
+		return d
+	}
+	var want string
+	timed("first search, built from git (and saved)", func() { want = searchPaths(t, a, "kilo123 note") })
+	timed("a second search in the same process", func() { searchPaths(t, a, "zulu7") })
+	a.Close(ctx)
+	if a, err = open(t, cfg, "s10k"); err != nil {
+		t.Fatal(err)
+	}
+	timed("a new process's first search, loaded from disk", func() {
+		if got := searchPaths(t, a, "kilo123 note"); got != want {
+			t.Fatalf("loaded: %q, want %q", got, want)
+		}
+	})
+	a.Close(ctx)
+	fi, _ := os.Stat(agent.SearchIndexFile(a))
+	t.Logf("the saved index: %.1f MiB", float64(fi.Size())/(1<<20))
+	for range 3 {
+		timed("CLI search (ReadSearch), loaded from disk", func() {
+			if _, err := agent.ReadSearch(cfg, "s10k", "kilo123 note", 10); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	os.Remove(agent.SearchIndexFile(a))
+	timed("CLI search with no index on disk (as every one before), built from git", func() {
+		if _, err := agent.ReadSearch(cfg, "s10k", "kilo123 note", 10); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
