@@ -190,6 +190,7 @@ func New(cfg *Config, id string) (*Agent, error) {
 	a.done = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.remoteOverride = readRemoteOverride(cfg, id)
+	a.search.Disk = searchDisk{a}
 	return a, nil
 }
 

@@ -1,5 +1,7 @@
 package agent
 
+import "path/filepath"
+
 // SetBeforeToolWrite makes f run in each memory-tool call between its
 // read and its write.
 func SetBeforeToolWrite(a *Agent, f func()) { a.beforeToolWrite = f }
@@ -14,3 +16,10 @@ func SearchBuilt(a *Agent) bool {
 func SearchReindexed(a *Agent) int {
 	return a.search.Reindexed()
 }
+
+// SearchLoaded is how many times the agent's search index was loaded
+// from disk rather than built from git.
+func SearchLoaded(a *Agent) int { return a.search.Loaded() }
+
+// SearchIndexFile is where the agent keeps its search index on disk.
+func SearchIndexFile(a *Agent) string { return filepath.Join(a.folder, searchIndexFile) }

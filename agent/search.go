@@ -2,11 +2,14 @@ package agent
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/memfsd/memfsd/gitstore"
 	"github.com/memfsd/memfsd/memsearch"
+	"github.com/memfsd/memfsd/records"
 	"github.com/memfsd/memfsd/search"
 )
 
@@ -115,3 +118,30 @@ func ReadOverview(cfg *Config, id, folder string) (search.Overview, error) {
 
 // SearchText renders a search's hits for a person or a model.
 func SearchText(res SearchResult) string { return memsearch.Text(res) }
+
+// searchIndexFile is where the agent's search index is kept between
+// processes, under its unit in the home (beside records/, outside the
+// memory folder and its .git, so never committed).
+const searchIndexFile = "search/index"
+
+// searchDisk keeps the agent's search index on disk, so a CLI search and
+// a daemon's first search load it instead of building it from git. It is
+// read beneath the unit's folder through no link, its size judged before
+// the read (at most the search pool's bound: no index larger fits); one
+// that cannot be read or loaded is missing.
+type searchDisk struct{ a *Agent }
+
+func (d searchDisk) Load() ([]byte, error) {
+	return gitstore.ReadFileBeneath(d.a.folder, searchIndexFile, int64(d.a.cfg.SearchPool.MaxBytes))
+}
+
+func (d searchDisk) Save(data []byte) error {
+	if len(data) > d.a.cfg.SearchPool.MaxBytes {
+		return fmt.Errorf("save the search index: %d bytes, over the pool's %d", len(data), d.a.cfg.SearchPool.MaxBytes)
+	}
+	if err := records.Write(filepath.Join(d.a.folder, searchIndexFile), data); err != nil {
+		d.a.log.Warn("saving the search index failed; the next start builds it from git", "err", err)
+		return err
+	}
+	return nil
+}

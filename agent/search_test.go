@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/internal/gitserver"
@@ -291,4 +292,177 @@ func TestAgent_SearchReindexesOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("a replay (ours and the peer's file)", 2, "baobab lion", "lion.md notes/f6/n006.md")
+}
+
+// TestAgent_SearchIndexOnDisk: the index is kept on disk beside the
+// repository (in the unit's folder, not the memory folder: never
+// committed), so the next process loads it instead of building it from
+// git — nothing re-indexed when HEAD has not moved, only the changed
+// files when it has. One that is corrupt, or a link, is missing: the
+// index is built from git as before and saved again.
+func TestAgent_SearchIndexOnDisk(t *testing.T) {
+	t.Parallel()
+	const files = 300
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	ctx := context.Background()
+	a, err := open(t, cfg, "srch-disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := cliClone(t, srv, "srch-disk")
+	for i := range files {
+		dir := filepath.Join(peer, "notes", fmt.Sprintf("f%d", i%10))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%03d.md", i)), fmt.Appendf(nil, "---\ndescription: note %d\n---\nword%d body\n", i, i), 0o644)
+	}
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "300 notes")
+	git(t, peer, "push", "-q", "origin", "main")
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	total := len(strings.Fields(git(t, a.Dir(), "ls-files")))
+	want := searchPaths(t, a, "word7 note")
+	if agent.SearchReindexed(a) != total || agent.SearchLoaded(a) != 0 {
+		t.Fatalf("first search: reindexed %d of %d, loaded %d", agent.SearchReindexed(a), total, agent.SearchLoaded(a))
+	}
+	file := agent.SearchIndexFile(a)
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the index was not saved: %v", err)
+	}
+	if st := git(t, a.Dir(), "status", "--porcelain", "--ignored"); st != "" {
+		t.Fatalf("the memory folder sees the saved index: %q", st)
+	}
+	reopen := func(what string) *agent.Agent {
+		t.Helper()
+		a.Close(ctx)
+		if a, err = open(t, cfg, "srch-disk"); err != nil {
+			t.Fatal(err)
+		}
+		if got := searchPaths(t, a, "word7 note"); got != want {
+			t.Fatalf("%s: search = %q, want %q", what, got, want)
+		}
+		return a
+	}
+	a = reopen("loaded")
+	if agent.SearchLoaded(a) != 1 || agent.SearchReindexed(a) != 0 {
+		t.Fatalf("next process: loaded %d, reindexed %d; want loaded, nothing re-indexed", agent.SearchLoaded(a), agent.SearchReindexed(a))
+	}
+	// HEAD moves while no process runs: only the changed file re-indexed.
+	a.Close(ctx)
+	os.WriteFile(filepath.Join(peer, "notes", "f1", "zebra.md"), []byte("The zebra sleeps standing.\n"), 0o644)
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "zebra")
+	git(t, peer, "push", "-q", "origin", "main")
+	if a, err = open(t, cfg, "srch-disk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchPaths(t, a, "zebra"); got != "notes/f1/zebra.md" || agent.SearchLoaded(a) != 1 || agent.SearchReindexed(a) != 1 {
+		t.Fatalf("after a pull: search %q, loaded %d, reindexed %d; want the new file only", got, agent.SearchLoaded(a), agent.SearchReindexed(a))
+	}
+	total++
+	good, _ := os.ReadFile(file)
+
+	for _, c := range []struct {
+		what string
+		put  func()
+	}{
+		{"cut short", func() { os.WriteFile(file, good[:len(good)/2], 0o600) }},
+		{"garbage", func() { os.WriteFile(file, []byte("not an index"), 0o600) }},
+		{"a link to a good one", func() {
+			other := filepath.Join(t.TempDir(), "index")
+			os.WriteFile(other, good, 0o600)
+			os.Remove(file)
+			os.Symlink(other, file)
+		}},
+	} {
+		a.Close(ctx)
+		c.put()
+		a = reopen(c.what)
+		if agent.SearchLoaded(a) != 0 || agent.SearchReindexed(a) != total {
+			t.Fatalf("%s: loaded %d, reindexed %d of %d; want built from git", c.what, agent.SearchLoaded(a), agent.SearchReindexed(a), total)
+		}
+		if fi, err := os.Lstat(file); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("%s: not saved again as a file: %v", c.what, err)
+		}
+	}
+}
+
+// TestAgent_SearchIndexOnDisk10k measures, at 10,000 files (set
+// MEMFSD_SEARCH_10K=1), the first search that builds the index from git
+// (what every CLI search and every daemon's first search did before the
+// index was kept on disk), then a new process's first search and a CLI
+// search (ReadSearch), which load it. Figures in docs/performance.md.
+func TestAgent_SearchIndexOnDisk10k(t *testing.T) {
+	if os.Getenv("MEMFSD_SEARCH_10K") == "" {
+		t.Skip("MEMFSD_SEARCH_10K not set")
+	}
+	const files = 10000
+	srv := gitserver.New(t, token)
+	cfg := newConfig(t, srv, token, nil)
+	ctx := context.Background()
+	peer := cliClone(t, srv, "s10k")
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
+	for i := range files {
+		dir := filepath.Join(peer, fmt.Sprintf("d%02d", i%40), fmt.Sprintf("e%d", i%7))
+		os.MkdirAll(dir, 0o755)
+		var b strings.Builder
+		fmt.Fprintf(&b, "---\ndescription: note %d on %s and %s\n---\n", i, words[i%26], words[(i/26)%26])
+		for j := range 150 {
+			fmt.Fprintf(&b, "%s%d %s ", words[(i*7+j)%26], (i*31+j*17)%5000, words[(i+j*3)%26])
+			if j%12 == 11 {
+				b.WriteString("\n")
+			}
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%05d.md", i)), []byte(b.String()), 0o644)
+	}
+	git(t, peer, "add", ".")
+	git(t, peer, "commit", "-qm", "10k notes")
+	git(t, peer, "push", "-q", "origin", "main")
+	a, err := open(t, cfg, "s10k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sync(ctx, agent.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	timed := func(what string, f func()) time.Duration {
+		start := time.Now()
+		f()
+		d := time.Since(start)
+		t.Logf("%s: %v", what, d.Round(time.Millisecond))
+		return d
+	}
+	var want string
+	timed("first search, built from git (and saved)", func() { want = searchPaths(t, a, "kilo123 note") })
+	timed("a second search in the same process", func() { searchPaths(t, a, "zulu7") })
+	a.Close(ctx)
+	if a, err = open(t, cfg, "s10k"); err != nil {
+		t.Fatal(err)
+	}
+	timed("a new process's first search, loaded from disk", func() {
+		if got := searchPaths(t, a, "kilo123 note"); got != want {
+			t.Fatalf("loaded: %q, want %q", got, want)
+		}
+	})
+	a.Close(ctx)
+	fi, _ := os.Stat(agent.SearchIndexFile(a))
+	t.Logf("the saved index: %.1f MiB", float64(fi.Size())/(1<<20))
+	for range 3 {
+		timed("CLI search (ReadSearch), loaded from disk", func() {
+			if _, err := agent.ReadSearch(cfg, "s10k", "kilo123 note", 10); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	os.Remove(agent.SearchIndexFile(a))
+	timed("CLI search with no index on disk (as every one before), built from git", func() {
+		if _, err := agent.ReadSearch(cfg, "s10k", "kilo123 note", 10); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"slices"
@@ -181,4 +182,40 @@ func (r *Refusals) List() []string {
 		}
 	}
 	return out
+}
+
+// ReadFileBeneath reads the regular file rel beneath gitDir, reached
+// through no link, judging its size on the open descriptor before reading
+// (over max: ErrTooLarge, nothing read) and reading at most max bytes
+// whatever the file grows to meanwhile: for memfsd's own files under the
+// .git an agent can write.
+func ReadFileBeneath(gitDir, rel string, max int64) ([]byte, error) {
+	full := path.Join(gitDir, rel)
+	fd, err := openBeneath(gitDir, cleanRel(rel))
+	if linkRefused(err) {
+		return nil, &os.PathError{Op: "open", Path: full, Err: fmt.Errorf("%w: is or goes through a symbolic link (%w)", ErrNotRegular, err)}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: full, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), full)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: full, Err: fmt.Errorf("%w: %s", ErrNotRegular, fi.Mode().Type())}
+	}
+	if fi.Size() > max {
+		return nil, &os.PathError{Op: "read", Path: full, Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrTooLarge, fi.Size(), max)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: full, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &os.PathError{Op: "read", Path: full, Err: fmt.Errorf("%w: grew past the cap of %d while read", ErrTooLarge, max)}
+	}
+	return data, nil
 }

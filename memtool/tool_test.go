@@ -1,6 +1,7 @@
 package memtool_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/memfsd/memfsd/blocks"
 	"github.com/memfsd/memfsd/gitmem"
+	"github.com/memfsd/memfsd/internal/fakesecret"
 	"github.com/memfsd/memfsd/memtool"
 )
 
@@ -263,7 +265,8 @@ func TestTool_SecretGuardAndViewCut(t *testing.T) {
 	e := newEnv(t)
 	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"key: AKIAABCDEFGHIJKLMNOP"}`,
 		"Refused: the text looks like a credential (AWS access key id (AKIA)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
-	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"-----BEGIN RSA PRIVATE KEY-----\nabc"}`,
+	key, _ := json.Marshal(fakesecret.Keys(t)[4].Text) // PEM RSA, made by ssh-keygen
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":`+string(key)+`}`,
 		"Refused: the text looks like a credential (private key block). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
 	e.tool.Secrets = nil // switched off
 	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"sk-abcdefghijklmnopqrstuvwxyz"}`, "File created successfully at: /memories/k.md", false)
@@ -366,7 +369,7 @@ func TestTool_BlockLimit(t *testing.T) {
 func TestTool_SecretAcrossTwoEdits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"tok: sk-abc\n"}`, "File created successfully at: /memories/k.md", false)
-	e.expect(`{"command":"str_replace","path":"/memories/k.md","old_str":"abc","new_str":"defghijklmnopqrstuvwxyz0123"}`,
+	e.expect(`{"command":"create","path":"/memories/k.md","file_text":"tok: sk-A1b2\n"}`, "File created successfully at: /memories/k.md", false)
+	e.expect(`{"command":"str_replace","path":"/memories/k.md","old_str":"b2","new_str":"b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7"}`,
 		"Refused: the text looks like a credential (OpenAI-style key (sk-)). Memory is synced to git and must never hold secrets; leave the secret out and write the rest.", true)
 }

@@ -186,8 +186,8 @@ func Build(st State, now time.Time) []Reminder {
 			return fmt.Sprintf("%s (%s)", memPath(st.SecretHeld[i].Path), st.SecretHeld[i].Pattern)
 		})
 		out = append(out, Reminder{KindSecretHeld, fmt.Sprintf(
-			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean.",
-			files)})
+			"Not saved: %s look(s) like it holds a credential, and memory is synced to git, where a secret can never be taken back. Remove the secret from the file (keep the rest) or delete the file; it is committed as soon as it is clean. If it is not a credential, tell the user: the operator can commit it once with memfsd --no-secret-guard sync --agent %s.",
+			files, st.Agent)})
 	}
 	if rules := slices.ContainsFunc(st.FrontMatterWhy, func(w string) bool { return w != "" }); rules {
 		files := listEach(len(st.FrontMatterHeld), 5, func(i int) string {

@@ -94,3 +94,6 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Has reports whether p is an indexed file.
+func (ix *Index) Has(p string) bool { _, ok := ix.paths[p]; return ok }

@@ -31,7 +31,7 @@ func Waiting(st Status) []string {
 	for _, s := range st.SecretHeld {
 		secrets = append(secrets, s.Path+" ["+s.Pattern+"]")
 	}
-	add("secret_held", secrets, "not committed until the file no longer holds the credential")
+	add("secret_held", secrets, "not committed until the file no longer holds the credential; if it is none, memfsd --no-secret-guard sync --agent "+id+" with no daemon running for it")
 	add("frontmatter_held", st.FrontMatterHeld, "not committed until the front matter parses again")
 	var cons []string
 	for _, c := range st.ConstraintsHeld {

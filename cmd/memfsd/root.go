@@ -153,7 +153,7 @@ func newRootCmd() *cobra.Command {
 	f.BoolVar(&g.noFMRules, "no-frontmatter-rules", false, "accept memory files in system/ and reference/ (v2: every memory file) whose front matter breaks letta-code's rules; for folders that are not letta-code's (env MEMFSD_NO_FRONTMATTER_RULES)")
 	f.DurationVar(&g.personGitWait, "person-git-wait", agent.DefaultPersonGitWait, "how long memfsd's commits and syncs wait on a person's git operation in an agent's folder (a git commit or revert with its editor open, a merge or rebase stopped) before going on (env MEMFSD_PERSON_GIT_WAIT)")
 	f.Int64Var(&g.maxFileBytes, "max-file-bytes", agent.DefaultMaxFileBytes, "largest file a direct write into the memory folder commits; a bigger one is held, uncommitted, with a reminder (env MEMFSD_MAX_FILE_BYTES)")
-	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "let memory-tool writes hold text that looks like a credential (env MEMFSD_NO_SECRET_GUARD)")
+	f.BoolVar(&g.noSecretGuard, "no-secret-guard", false, "commit and push text that looks like a credential: the memory tool's writes and direct writes (the operator's release of a held file: memfsd --no-secret-guard sync --agent ID) (env MEMFSD_NO_SECRET_GUARD)")
 	f.StringArrayVar(&g.secretPatterns, "secret-pattern", nil, "extra credential pattern to refuse, name=regexp (repeatable; env MEMFSD_SECRET_PATTERN)")
 	root.AddCommand(newSyncCmd(g), newRunCmd(g), newTurnCmd(g), newStatusCmd(g), newRemindersCmd(g), newMemoryCmd(g), newBlockCmd(g), newHealthCmd(g), newContextCmd(g))
 	root.AddCommand(newHistoryCmd(g), newSearchCmd(g), newShowCmd(g), newBudgetCmd(g), newSharedCmd(g), newMirrorCmd(g), newMCPCmd(g))

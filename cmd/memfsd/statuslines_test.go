@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/internal/fakesecret"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -210,7 +211,7 @@ func TestStatus_EveryHeldStateHasItsLine(t *testing.T) {
 	git(t, peer, "push", "-q", "origin", "main")
 	p.turn("wipe")
 	// secret_held, read_only_rejected, too_large.
-	put("sec", "deploy.md", "server notes\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+	put("sec", "deploy.md", "server notes\n"+fakesecret.Ed25519(t))
 	put("ro", "system/persona.md", "---\ndescription: me\n---\nI obey the agent now.\n")
 	put("big", "big.md", strings.Repeat("x", 5000))
 	// frontmatter_held: front matter that parsed at HEAD, broken.

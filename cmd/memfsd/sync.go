@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memfsd/memfsd/agent"
 	"github.com/memfsd/memfsd/mirror"
+	"github.com/memfsd/memfsd/reminders"
 	"github.com/memfsd/memfsd/retry"
 )
 
@@ -24,7 +26,9 @@ func newSyncCmd(g *globals) *cobra.Command {
 		Short: "One-shot sync: clone or pull, commit what is uncommitted, push (a running daemon's turn)",
 		Long: "One-shot sync: clone or pull, commit what is uncommitted, push. Beside a running\n" +
 			"daemon it is that daemon's turn for the agent (memfsd turn), on the agent's remote.\n" +
-			"Exit 0 synced; 1 failed (class on stderr); 3 synced with conflict copies.",
+			"Exit 0 synced; 1 failed (class on stderr), or a file was not committed (too large,\n" +
+			"a credential held by the secret guard, ...: named on stderr, the others pushed);\n" +
+			"3 synced with conflict copies.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := agent.ValidateID(id); err != nil {
@@ -74,10 +78,15 @@ func newSyncCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "conflict copies: %v\n", res.Conflicts)
 				return exitCode(3)
 			}
-			if werr := agent.WriteProblemsError(a.Status(false).WriteProblems); werr != nil {
+			st := a.Status(false)
+			if werr := agent.WriteProblemsError(st.WriteProblems); werr != nil {
 				// The others are pushed; a file that was not saved is a
 				// failure all the same, named with its cause.
 				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", werr)
+				return exitCode(1)
+			}
+			if serr := secretsHeldError(id, st.SecretHeld); serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", serr)
 				return exitCode(1)
 			}
 			return nil
@@ -193,5 +202,28 @@ func syncThroughDaemon(cmd *cobra.Command, g *globals, id string) (bool, error) 
 		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", werr)
 		return true, exitCode(1)
 	}
+	if serr := secretsHeldError(id, tr.Status.SecretHeld); serr != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "memfsd: %v\n", serr)
+		return true, exitCode(1)
+	}
 	return true, nil
+}
+
+// secretsHeldError is the files the secret guard keeps out of git, as a
+// sync's failure (nil when none): each file with the rule it matched, and
+// how they are released — the credential taken out of the file (or the
+// file deleted), or, for text that is no credential, one sync by the
+// operator with the guard off. The files beside them are pushed.
+func secretsHeldError(id string, held []reminders.SecretHold) error {
+	if len(held) == 0 {
+		return nil
+	}
+	files := make([]string, len(held))
+	for i, h := range held {
+		files[i] = fmt.Sprintf("%s (%s)", reminders.ShowPath(h.Path), h.Pattern)
+	}
+	return fmt.Errorf("sync --agent %s: class=secret_held: %d file(s) not committed, they look like they hold a credential: %s\n"+
+		"next step: take the credential out of the file or delete the file (it is committed at the next sync); "+
+		"if it is no credential, the operator commits it with the guard off once: memfsd --no-secret-guard sync --agent %s (with no daemon running for the agent; a daemon's guard is its own flag)",
+		id, len(held), strings.Join(files, ", "), id)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfsd/memfsd/internal/fakesecret"
 	"github.com/memfsd/memfsd/internal/fixture"
 	"github.com/memfsd/memfsd/internal/gitserver"
 )
@@ -224,9 +225,10 @@ func TestTrust_SecretInADirectWrite(t *testing.T) {
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "sec")
 	dir := memDir(home, "sec")
-	key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+	key := fakesecret.Ed25519(t) // ed25519, made by ssh-keygen
+	tok := fakesecret.OpenAI()
 	os.WriteFile(filepath.Join(dir, "deploy.md"), []byte("server notes\n"+key), 0o600)
-	os.WriteFile(filepath.Join(dir, "scratch.md"), []byte("token sk-abcdefghijklmnopqrstuvwxyz0123\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "scratch.md"), []byte("token "+tok+"\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "fine.md"), []byte("nothing secret\n"), 0o600)
 	waitFor(t, 10*time.Second, "fine.md committed", func() bool {
 		return git(t, dir, "log", "-1", "--format=%s", "--", "fine.md") == "memory: create fine.md"
@@ -250,7 +252,7 @@ func TestTrust_SecretInADirectWrite(t *testing.T) {
 	}
 	// Never in any commit, on either side.
 	for _, repo := range []string{dir, srv.RepoDir("sec")} {
-		if out := git(t, repo, "log", "--all", "-p", "--format=%H"); strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, "sk-abcdefghij") {
+		if out := git(t, repo, "log", "--all", "-p", "--format=%H"); strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, tok) {
 			t.Fatalf("a secret reached a commit in %s", repo)
 		}
 	}
@@ -648,7 +650,7 @@ func TestTrust_SecretInAShellCommitRange(t *testing.T) {
 	p := startDaemon(t, srv, home, "--agent", "shs", "--debounce", "10s")
 	dir := memDir(home, "shs")
 	before := git(t, srv.RepoDir("shs"), "rev-parse", "main")
-	os.WriteFile(filepath.Join(dir, "k.md"), []byte("key sk-abcdefghijklmnopqrstuvwxyz0123\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "k.md"), []byte("key "+fakesecret.OpenAI()+"\n"), 0o600)
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "oops")
 	git(t, dir, "rm", "-q", "k.md")
