@@ -53,6 +53,10 @@ func TestWalls_HostileAgents(t *testing.T) {
 		maxFileBytes    = 256 << 10
 		maxSessions     = 8
 		shutdownTimeout = 10 * time.Second
+		// exitGrace is the process's own exit after the watchdog's
+		// os.Exit at --shutdown-timeout: 0.5-0.7 s for a race-built
+		// daemon of 400-600 MiB (a plain one: milliseconds).
+		exitGrace = time.Second
 	)
 	good := []struct{ id, kind string }{{"g1", "truncate"}, {"g2", "append"}, {"g3", "rename"}}
 	args := []string{"--max-file-bytes", strconv.Itoa(maxFileBytes), "--mcp-max-sessions", strconv.Itoa(maxSessions),
@@ -62,9 +66,12 @@ func TestWalls_HostileAgents(t *testing.T) {
 		args = append(args, "--agent", id)
 	}
 	cycles, length := soak.Int(1, 3), soak.Duration(4*time.Second, 50*time.Second)
+	if s, err := strconv.Atoi(os.Getenv("MEMFSD_HOSTILE_SECONDS")); err == nil && s > 0 {
+		length = time.Duration(s) * time.Second // a cycle's length, to try things
+	}
 	bound := hostileRSSBound()
 
-	var written, onRemote, lost, rounds, refused int
+	var written, onRemote, lost, rounds, refused, watchdog int
 	var peak int
 	var shutdowns []string
 	var bombCommit string
@@ -243,11 +250,21 @@ func TestWalls_HostileAgents(t *testing.T) {
 		case err := <-exited:
 			took := time.Since(start)
 			shutdowns = append(shutdowns, took.Round(time.Millisecond).String())
-			if took > shutdownTimeout {
-				t.Errorf("cycle %d: SIGTERM to exit %s, over --shutdown-timeout %s", c, took, shutdownTimeout)
+			if took > shutdownTimeout+exitGrace {
+				t.Errorf("cycle %d: SIGTERM to exit %s, over --shutdown-timeout %s (+%s for the exit)", c, took, shutdownTimeout, exitGrace)
 			}
 			if err != nil {
-				t.Logf("cycle %d: the daemon exited: %v", c, err)
+				// The watchdog's exit at --shutdown-timeout: an agent
+				// still closing (named in the log) is left behind, its
+				// commits local for the next start.
+				cut := ""
+				for l := range strings.Lines(p.logs.String()) {
+					if strings.Contains(l, "still closing") {
+						cut = strings.TrimSpace(l)
+					}
+				}
+				watchdog++
+				t.Logf("cycle %d: the daemon exited %v at the bound: %s", c, err, cut)
 			}
 		case <-time.After(shutdownTimeout + 5*time.Second):
 			t.Fatalf("cycle %d: the daemon still runs %s after SIGTERM (--shutdown-timeout %s)", c, shutdownTimeout+5*time.Second, shutdownTimeout)
@@ -285,8 +302,8 @@ func TestWalls_HostileAgents(t *testing.T) {
 		}
 		t.Logf("hostile cycle %d: %d rounds, %d resets of h3 past the operator's change, peak RSS %d MiB, shutdown %s", c, rounds, resets, cyclePeak.Load(), shutdowns[len(shutdowns)-1])
 	}
-	t.Logf("hostile: %d cycles of %s, %d hostile rounds, %d MCP sessions refused; good agents' lines written %d, on the remote %d, lost %d; daemon peak RSS %d MiB (bound %d); shutdowns %s (bound %s)",
-		cycles, length, rounds, refused, written, onRemote, lost, peak, bound, strings.Join(shutdowns, " "), shutdownTimeout)
+	t.Logf("hostile: %d cycles of %s, %d hostile rounds, %d MCP sessions refused; good agents' lines written %d, on the remote %d, lost %d; daemon peak RSS %d MiB (bound %d); shutdowns %s (bound %s), %d of them ended by the watchdog",
+		cycles, length, rounds, refused, written, onRemote, lost, peak, bound, strings.Join(shutdowns, " "), shutdownTimeout, watchdog)
 	if refused == 0 {
 		t.Error("no MCP session of h2 was refused: the bound was never reached")
 	}
@@ -300,7 +317,7 @@ func TestWalls_HostileAgents(t *testing.T) {
 // plain one's memory. Either is far below one bomb inflated (1 GiB).
 func hostileRSSBound() int {
 	if raceDaemon() {
-		return 600
+		return 800
 	}
 	return 300
 }
