@@ -25,7 +25,8 @@ import (
 //   - h1's folder and .git: sparse 1 TB files and a file just over
 //     --max-file-bytes; its objects/XX fan-out folders and objects/pack
 //     linked to g1's, and info/alternates naming g1's objects, then a
-//     read of g1's file at g1's tip through h1's socket; a zlib bomb
+//     read through h1's socket and the API of a note g1's own git
+//     committed (its objects loose); a zlib bomb
 //     committed with its own git, read by file?rev=, search and the push
 //     check.
 //   - h2's MCP: a session subscribed to 200 files whose GET /mcp stream
@@ -101,6 +102,17 @@ func TestWalls_HostileAgents(t *testing.T) {
 			}
 		}()
 
+		// g1's own git commits a private note (its objects loose), which
+		// h1 then reaches for through links in its own .git.
+		g1Dir := memDir(home, "g1")
+		private := fmt.Sprintf("private-%d.md", c)
+		if err := os.WriteFile(filepath.Join(g1Dir, private), []byte(fmt.Sprintf("g1's private note %d\n", c)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		git(t, g1Dir, "add", private)
+		git(t, g1Dir, "commit", "-q", "-m", "g1's own note", "--", private)
+		privCommit := strings.TrimSpace(git(t, g1Dir, "rev-parse", "HEAD"))
+
 		// The good agents: a writer each, and turns.
 		file := fmt.Sprintf("f-%d.md", c)
 		type writer struct {
@@ -174,18 +186,16 @@ func TestWalls_HostileAgents(t *testing.T) {
 			os.WriteFile(filepath.Join(h1Dir, fmt.Sprintf("huge-%d.md", r%3)), huge, 0o600)
 			// h1: links in its .git to g1's; g1's file at g1's tip asked
 			// for through h1's socket and the API.
-			if tip, err := gitTry(memDir(home, "g1"), "rev-parse", "HEAD"); err == nil {
-				restore := linkGitAcross(t, filepath.Join(h1Dir, ".git"), filepath.Join(memDir(home, "g1"), ".git"))
-				p.kickTurn(t, "h1")
-				for _, cl := range []*http.Client{h1Sock, p.api} {
-					for _, rev := range []string{tip, tip[:7]} {
-						if code, body := getText(t, cl, "/v1/agents/h1/file?path="+file+"&rev="+rev); code == 200 || strings.Contains(body, "agent-") {
-							t.Errorf("round %d: h1's file %s at g1's tip %s answered %d %.200q", r, file, rev, code, body)
-						}
+			restore := linkGitAcross(t, filepath.Join(h1Dir, ".git"), filepath.Join(g1Dir, ".git"))
+			p.kickTurn(t, "h1")
+			for _, cl := range []*http.Client{h1Sock, p.api} {
+				for _, rev := range []string{privCommit, privCommit[:7], privCommit[:4]} {
+					if code, body := getText(t, cl, "/v1/agents/h1/file?path="+private+"&rev="+rev); code == 200 || strings.Contains(body, "private note") {
+						t.Errorf("round %d: h1's file %s at g1's commit %s answered %d %.200q", r, private, rev, code, body)
 					}
 				}
-				restore()
 			}
+			restore()
 			// h1: the bomb read, searched and pushed.
 			if code, body := getText(t, h1Sock, "/v1/agents/h1/file?path=bomb.md&rev="+bombCommit); code == 200 {
 				t.Errorf("round %d: h1's bomb.md answered 200 (%d bytes)", r, len(body))
