@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memfsd/memfsd/internal/gitserver"
 	"github.com/memfsd/memfsd/internal/soak"
@@ -30,8 +33,9 @@ import (
 //     committed with its own git, read by file?rev=, search and the push
 //     check.
 //   - h2's MCP: a session subscribed to 200 files whose GET /mcp stream
-//     is never read (its files rewritten every round), and more sessions
-//     than --mcp-max-sessions, every round.
+//     is never read (its files rewritten every round: another session of
+//     h2's must be told of each round), and more sessions than
+//     --mcp-max-sessions, every round.
 //   - h3: an operator's `block set` made pending by a remote outage of h3's
 //     only (the git server's faults match one repository's path), and the
 //     agent's shell resetting its branch past it (`git reset --hard`),
@@ -58,6 +62,9 @@ func TestWalls_HostileAgents(t *testing.T) {
 		// bound: up to 1.2 s for a race-built daemon of 400-600 MiB
 		// (a plain one: milliseconds).
 		exitGrace = time.Second
+		// minRounds: the non-reader's buffers are full by the third
+		// round of 200 changed files (TestMCP_NonReaderDropped).
+		minRounds = 6
 	)
 	good := []struct{ id, kind string }{{"g1", "truncate"}, {"g2", "append"}, {"g3", "rename"}}
 	args := []string{"--max-file-bytes", strconv.Itoa(maxFileBytes), "--mcp-max-sessions", strconv.Itoa(maxSessions),
@@ -161,6 +168,11 @@ func TestWalls_HostileAgents(t *testing.T) {
 		// then fill the agent's sessions).
 		setUpNonReader(t, home, "h2")
 		mcpClient := newRawMCP(agentSock(home, "h2"))
+		// Beside it, h2's reading session must be told of every round.
+		reader, told := connectNotify(t, &mcp.StreamableClientTransport{Endpoint: "http://memfsd/mcp", HTTPClient: newRawMCP(agentSock(home, "h2")).hc}, nil, rawProtocol)
+		if err := reader.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "memfsd://context"}); err != nil {
+			t.Fatal(err)
+		}
 
 		// h3: the remote is down for h3 only; the operator sets its persona.
 		srv.AddFault(&gitserver.Fault{Match: "POST /v1/git/h3/state.git/git-receive-pack", Count: -1, Status: http.StatusServiceUnavailable})
@@ -174,7 +186,7 @@ func TestWalls_HostileAgents(t *testing.T) {
 
 		h1Dir, h1Sock := memDir(home, "h1"), unixClient(agentSock(home, "h1"))
 		resets := 0
-		for r, end := 0, time.Now().Add(length); time.Now().Before(end); r++ {
+		for r, end := 0, time.Now().Add(length); time.Now().Before(end) || r < minRounds; r++ {
 			rounds++
 			// h1: sparse and huge files.
 			sparse := filepath.Join(h1Dir, fmt.Sprintf("sparse-%d.md", r%3))
@@ -210,6 +222,7 @@ func TestWalls_HostileAgents(t *testing.T) {
 					t.Errorf("round %d: h2's initialize: %d %v %.200s", r, code, err, body)
 				}
 			}
+			toldBefore := told.count("memfsd://context")
 			writeRound(t, home, "h2", r)
 			// h3: the operator's change dropped by the agent's shell.
 			if subject, err := gitTry(memDir(home, "h3"), "log", "-1", "--format=%s"); err == nil && strings.Contains(subject, "operator set system/persona.md") {
@@ -218,6 +231,9 @@ func TestWalls_HostileAgents(t *testing.T) {
 				}
 			}
 			p.kickTurn(t, "h3")
+			waitFor(t, 20*time.Second, fmt.Sprintf("cycle %d round %d: h2's reading session told of the change beside the non-reader", c, r), func() bool {
+				return told.count("memfsd://context") > toldBefore
+			})
 			if p.cmd.ProcessState != nil || syscall.Kill(pid, 0) != nil {
 				t.Fatalf("cycle %d round %d: the daemon died:\n%s", c, r, p.logs.String())
 			}
@@ -252,6 +268,7 @@ func TestWalls_HostileAgents(t *testing.T) {
 		if hwm := peakRSSMiB(pid); hwm > int(cyclePeak.Load()) {
 			cyclePeak.Store(int64(hwm))
 		}
+		reader.Close()
 		start := time.Now()
 		watchExit(pid)
 		p.cmd.Process.Signal(syscall.SIGTERM)
