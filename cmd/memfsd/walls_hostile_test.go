@@ -226,9 +226,10 @@ func TestWalls_HostileAgents(t *testing.T) {
 			toldBefore, wrote := told.count("memfsd://context"), time.Now()
 			writeRound(t, home, "h2", r)
 			// h2 turns too: a backlog of rounds never pushed made its
-			// pushes (a pack of ~5,000 objects, >20 s under the race
-			// detector, not cancelled by shutdown) hold its commits and so
-			// its notifications (see docs/testing.md, Hostile agents).
+			// push's pack build (~5,000 objects: >20 s under the race
+			// detector, not cancelled by shutdown) hold its commits and
+			// so its notifications past any bound (docs/testing.md,
+			// Hostile agents).
 			p.kickTurn(t, "h2")
 			// h3: the operator's change dropped by the agent's shell.
 			if subject, err := gitTry(memDir(home, "h3"), "log", "-1", "--format=%s"); err == nil && strings.Contains(subject, "operator set system/persona.md") {
