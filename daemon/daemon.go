@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -277,6 +278,11 @@ func (d *Daemon) Close(ctx context.Context) {
 	for _, u := range d.shared.all() {
 		all = append(all, u.Agent)
 	}
+	var closingMu sync.Mutex
+	closing := map[string]bool{}
+	for _, a := range all {
+		closing[a.ID] = true
+	}
 	for _, a := range all {
 		wg.Add(1)
 		go func() {
@@ -288,10 +294,16 @@ func (d *Daemon) Close(ctx context.Context) {
 			}
 			defer func() { <-sem }()
 			_ = a.Close(ctx)
+			closingMu.Lock()
+			delete(closing, a.ID)
+			closingMu.Unlock()
 		}()
 	}
 	if !waitOrDone(ctx, wg.Wait) {
-		d.log.Error("shutdown timeout reached with agents still closing; exiting without them (their commits stay local for the next start)")
+		closingMu.Lock()
+		left := slices.Sorted(maps.Keys(closing))
+		closingMu.Unlock()
+		d.log.Error("shutdown timeout reached with agents still closing; exiting without them (their commits stay local for the next start)", "agents", left)
 	}
 }
 

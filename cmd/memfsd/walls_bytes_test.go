@@ -218,6 +218,30 @@ func TestWalls_LinkedObjectsNeverReadAcross(t *testing.T) {
 	p.writeAndPush(t, srv, "a1", "a1.md", "a1 goes on\n")
 }
 
+// commitZlibBombs commits, with the agent's own git in the work tree dir,
+// two loose blobs of 1 GiB of zeros each (1.3 MB on disk): past, whose
+// header states 10 bytes (it inflates past it), as bomb.md, and over, whose
+// header states 1 GiB (over the cap), as bomb2.md, on HEAD (mktree,
+// commit-tree, update-ref).
+func commitZlibBombs(t *testing.T, dir string) (past, over, commit string) {
+	t.Helper()
+	gitDir := filepath.Join(dir, ".git")
+	past = testgit.WriteZlibBomb(t, gitDir, 10, 1<<30)
+	over = testgit.WriteZlibBomb(t, gitDir, 1<<30, 1<<30)
+	mktree := exec.Command("git", "mktree")
+	mktree.Dir, mktree.Env = dir, testgit.Env()
+	mktree.Stdin = strings.NewReader(git(t, dir, "ls-tree", "HEAD") + "\n100644 blob " + past + "\tbomb.md\n100644 blob " + over + "\tbomb2.md\n")
+	out, err := mktree.Output()
+	if err != nil {
+		t.Fatalf("git mktree: %v", err)
+	}
+	tree := strings.TrimSpace(string(out))
+	commit = strings.TrimSpace(git(t, dir, "commit-tree", tree, "-p", "HEAD", "-m", "the agent's bomb"))
+	git(t, dir, "update-ref", "refs/heads/main", commit)
+	git(t, dir, "read-tree", "HEAD") // the index as HEAD: no person's git in progress
+	return past, over, commit
+}
+
 // A zlib bomb the agent commits with its own git (issue 38): two loose
 // blobs of 1 GiB of zeros each, 1.3 MB on disk, one whose header states
 // 10 bytes (it inflates past it), one whose header states 1 GiB (over the
@@ -233,21 +257,7 @@ func TestWalls_ZlibBombRefused(t *testing.T) {
 	srv := gitserver.New(t, token)
 	home := t.TempDir()
 	p := startDaemon(t, srv, home, "--agent", "a", "--agent", "b")
-	dir := memDir(home, "a")
-	gitDir := filepath.Join(dir, ".git")
-	past := testgit.WriteZlibBomb(t, gitDir, 10, 1<<30)
-	over := testgit.WriteZlibBomb(t, gitDir, 1<<30, 1<<30)
-	mktree := exec.Command("git", "mktree")
-	mktree.Dir, mktree.Env = dir, testgit.Env()
-	mktree.Stdin = strings.NewReader(git(t, dir, "ls-tree", "HEAD") + "\n100644 blob " + past + "\tbomb.md\n100644 blob " + over + "\tbomb2.md\n")
-	out, err := mktree.Output()
-	if err != nil {
-		t.Fatalf("git mktree: %v", err)
-	}
-	tree := strings.TrimSpace(string(out))
-	commit := strings.TrimSpace(git(t, dir, "commit-tree", tree, "-p", "HEAD", "-m", "a's bomb"))
-	git(t, dir, "update-ref", "refs/heads/main", commit)
-	git(t, dir, "read-tree", "HEAD") // the index as HEAD: no person's git in progress
+	past, over, commit := commitZlibBombs(t, memDir(home, "a"))
 
 	p.kickTurn(t, "a")
 	code, body := getText(t, p.api, "/v1/agents/a/file?path=bomb.md&rev="+commit)

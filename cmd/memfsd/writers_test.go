@@ -19,13 +19,14 @@ import (
 // "agent-<n>" to f.md: `>` truncates and writes in place (as Node's
 // fs.writeFile and Python's open(p, "w") do), `>>` appends, and the third
 // writes a temporary file and renames it over the name (as editors do).
-// After each write the loop records n in $COUNT. (The appender pauses 2 ms
+// After each write the loop records n in $COUNT, and pauses $PAUSE
+// seconds if it is set (the hostile soak's pace). (The appender pauses 2 ms
 // a line: unpaused it wrote 60,000 lines in 30 s, and the file's growth,
 // not the race, set the test's pace.)
 var agentWriters = map[string]string{
-	"truncate": `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$F"; echo $i > "$COUNT"; i=$((i+1)); done`,
-	"append":   `i=0; while [ ! -e "$STOP" ]; do echo "agent-$i" >> "$F"; echo $i > "$COUNT"; i=$((i+1)); sleep 0.002; done`,
-	"rename":   `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$TMP"; mv -f "$TMP" "$F"; echo $i > "$COUNT"; i=$((i+1)); done`,
+	"truncate": `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$F"; echo $i > "$COUNT"; i=$((i+1)); [ -z "$PAUSE" ] || sleep "$PAUSE"; done`,
+	"append":   `i=0; while [ ! -e "$STOP" ]; do echo "agent-$i" >> "$F"; echo $i > "$COUNT"; i=$((i+1)); sleep 0.002; [ -z "$PAUSE" ] || sleep "$PAUSE"; done`,
+	"rename":   `i=0; while [ ! -e "$STOP" ]; do c=$(cat "$F"); printf '%s\nagent-%d\n' "$c" $i > "$TMP"; mv -f "$TMP" "$F"; echo $i > "$COUNT"; i=$((i+1)); [ -z "$PAUSE" ] || sleep "$PAUSE"; done`,
 }
 
 // writersSeconds is how long each writer runs (MEMFSD_WRITERS_SECONDS;
