@@ -94,7 +94,7 @@ func (a *Agent) Accept(ctx context.Context, opts AcceptOptions) (AcceptResult, e
 		a.log.Info("held deletions restored by the operator", "files", len(restored))
 		return res, a.writeHeld(nil)
 	}
-	out, err := a.commitDirect(held, true)
+	out, err := a.commitDirect(held, true, true)
 	if err != nil {
 		return res, fmt.Errorf("accept %s: %w", a.ID, err)
 	}

@@ -104,7 +104,7 @@ func (a *Agent) flushPending(settle bool) {
 		return
 	}
 	slices.Sort(paths)
-	out, err := a.commitDirect(paths, false)
+	out, err := a.commitDirect(paths, false, !settle)
 	if out.Committed > 0 && a.Hooks.Committed != nil {
 		a.Hooks.Committed(out.Committed)
 	}

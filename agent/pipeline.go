@@ -61,7 +61,12 @@ type commitOutcome struct {
 // memory-tool commits that waited go first, in order, with their own
 // messages, and the paths after them. A path someone else staged is left
 // alone (theirs to commit).
-func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome, error) {
+//
+// waitQuiet waits (a bounded few times gitmem.IndexQuiet) for a folder
+// whose git was at work moments ago before holding the commit: a turn, a
+// sync and the operator's accept answer with what they committed; the
+// watcher's flush holds at once and looks again at the quiet.
+func (a *Agent) commitDirect(paths []string, acceptDeletes, waitQuiet bool) (commitOutcome, error) {
 	var out commitOutcome
 	repo := a.repository()
 	if repo == nil || (len(paths) == 0 && !a.personGitWaiting()) {
@@ -81,7 +86,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
 			Paths: d.Paths, One: true, Author: d.Author,
 			Message: func(gitmem.PathView) string { return d.Message },
-		}, false)
+		}, false, waitQuiet)
 		out.add(o)
 		if errors.Is(err, gitmem.ErrPersonGitActive) {
 			// A person's git began while the commit was built: held as
@@ -101,7 +106,7 @@ func (a *Agent) commitDirect(paths []string, acceptDeletes bool) (commitOutcome,
 		o, err := a.commitGuarded(repo, gitmem.CommitRequest{
 			Paths:   paths,
 			Message: func(v gitmem.PathView) string { return DirectWriteMessage(v.Kind, v.Path) },
-		}, acceptDeletes)
+		}, acceptDeletes, waitQuiet)
 		out.add(o)
 		if errors.Is(err, gitmem.ErrPersonGitActive) {
 			a.holdForPerson(paths)
@@ -138,7 +143,7 @@ func (o *commitOutcome) add(p commitOutcome) {
 // commitGuarded is one commit request of direct writes through the
 // pipeline, judged by guard.DirectWrite, with its holds recorded. Under
 // writeMu.
-func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, acceptDeletes bool) (commitOutcome, error) {
+func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, acceptDeletes, waitQuiet bool) (commitOutcome, error) {
 	var out commitOutcome
 	secrets := map[string]string{}                  // path → pattern, filled by the guard
 	limits := map[string]reminders.LimitOver{}      // files committed over their limit
@@ -153,7 +158,7 @@ func (a *Agent) commitGuarded(repo *gitmem.Repo, req gitmem.CommitRequest, accep
 		r.Guard = guard.OddInput(a.maxFileBytes(), problems, a.withTreeGuard(guard.DirectWrite(acceptDeletes, holding, a.secretPatterns(), a.frontMatterRules(), secrets, limits, broken), tree))
 		r.Keep = a.keepRejected
 		r.SkipStaged = true
-		r.NoQuietWait = true // held and polled at the quiet (pollAtQuiet)
+		r.NoQuietWait = !waitQuiet // else held and polled at the quiet (pollAtQuiet)
 		return r
 	}
 	res, err := repo.Commit(mk(paths))

@@ -189,7 +189,7 @@ func (a *Agent) commitUncommitted(acceptDeletes bool) (int, []string, []string, 
 	for _, d := range sc.Dirty {
 		paths = append(paths, d.Path)
 	}
-	out, err := a.commitDirect(paths, acceptDeletes)
+	out, err := a.commitDirect(paths, acceptDeletes, true)
 	if a.Hooks.Committed != nil && out.Committed > 0 {
 		a.Hooks.Committed(out.Committed)
 	}
