@@ -167,3 +167,34 @@ func TestGitFS_LooseRewrittenAfterCheckRefused(t *testing.T) {
 		t.Fatalf("err %v; want it to say the object changed while read", err)
 	}
 }
+
+// A delta the agent's own git packed on a packed bomb (issue 38): a blob
+// of 128 MiB of zeros (its header states so: over the 64 MiB cap) and a
+// delta of a few bytes on it, as OFS_DELTA and REF_DELTA, indexed by git
+// index-pack. The delta's header is small, so only its base was over the
+// cap, and go-git applied it by reading the base whole (ApplyDelta): 128
+// MiB allocated to read a 10-byte blob. Now the pack is walked first and
+// the delta refused, naming it and its base, allocating little.
+func TestObjects_PackedDeltaOnBombRefused(t *testing.T) {
+	t.Parallel()
+	for _, ofs := range []bool{true, false} {
+		objs, _ := openStore(t, t.TempDir())
+		base, delta := testgit.WritePackedDeltaOnBomb(t, objs.GitDir, 128<<20, ofs)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := objs.Blob(plumbing.NewHash(delta))
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+			t.Fatalf("reading the delta (ofs %v) on the bomb allocated %d MiB", ofs, grew>>20)
+		}
+		var big *gitstore.ObjectTooLargeError
+		if !errors.As(err, &big) || big.Object != delta || !strings.Contains(err.Error(), base) || !strings.Contains(err.Error(), "git gc") {
+			t.Fatalf("read the delta (ofs %v) on the bomb %s: %v; want ObjectTooLargeError naming %s and its base, with a next step", ofs, base, err, delta)
+		}
+		if _, err := objs.Reader.EncodedObjectSize(plumbing.NewHash(delta)); !errors.As(err, &big) {
+			t.Fatalf("size of the delta (ofs %v) on the bomb: %v, want ObjectTooLargeError", ofs, err)
+		}
+		t.Logf("ofs %v: %v (allocated %d KiB)", ofs, err, (after.TotalAlloc-before.TotalAlloc)>>10)
+	}
+}

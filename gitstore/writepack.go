@@ -261,6 +261,9 @@ func (r objectReader) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plu
 		o.Write(data)
 		return o, nil
 	}
+	if err := r.s.packs.refused(r.s.GitDir, h); err != nil {
+		return nil, err // a packed delta on a bomb, say: go-git would read its base whole
+	}
 	o, err := r.EncodedObjectStorer.EncodedObject(t, h)
 	if err == nil && o.Size() > MaxObjectSize() {
 		// Left uninflated by go-git (LargeObjectThreshold): refused here
@@ -287,6 +290,9 @@ func (r objectReader) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	}
 	if loc, ok := r.s.recent[h]; ok {
 		return loc.size, nil
+	}
+	if err := r.s.packs.refused(r.s.GitDir, h); err != nil {
+		return 0, err // go-git reads a delta's data whole to size it
 	}
 	return r.EncodedObjectStorer.EncodedObjectSize(h)
 }
