@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"errors"
@@ -304,7 +305,9 @@ func readEntry(f *os.File, packSize, off int64, idx *idxfile.MemoryIndex, zr *io
 		return pe, nil
 	}
 	// The delta's first bytes: its base size and target size.
-	sr := io.NewSectionReader(f, off+int64(i), packSize-off-int64(i))
+	// Through a small buffer: flate would wrap a plain reader in one of
+	// 4 KiB, made anew for each entry and read full from the pack.
+	sr := bufio.NewReaderSize(io.NewSectionReader(f, off+int64(i), packSize-off-int64(i)), 64)
 	if *zr == nil {
 		if *zr, err = zlib.NewReader(sr); err != nil {
 			return nil, err
