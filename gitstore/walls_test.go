@@ -2,6 +2,7 @@ package gitstore_test
 
 import (
 	"compress/zlib"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -196,5 +197,31 @@ func TestObjects_PackedDeltaOnBombRefused(t *testing.T) {
 			t.Fatalf("size of the delta (ofs %v) on the bomb: %v, want ObjectTooLargeError", ofs, err)
 		}
 		t.Logf("ofs %v: %v (allocated %d KiB)", ofs, err, (after.TotalAlloc-before.TotalAlloc)>>10)
+	}
+}
+
+// The repack reads the packs it merges through go-git too, with no
+// threshold (a big object read whole): a pack of the agent's holding a
+// delta on a bomb (or the bomb) fails the repack with the too-large error,
+// allocating little.
+func TestWriteDeltaPack_PackedBombRefused(t *testing.T) {
+	t.Parallel()
+	objs, _ := openStore(t, t.TempDir())
+	base, delta := testgit.WritePackedDeltaOnBomb(t, objs.GitDir, 128<<20, true)
+	bg := gitstore.NewBackground()
+	defer bg.Stop()
+	for _, id := range []string{delta, base} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := gitstore.WriteDeltaPack(context.Background(), bg, objs.GitDir, objs.Dir, []plumbing.Hash{plumbing.NewHash(id)}, false)
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+			t.Fatalf("repacking %s allocated %d MiB", id, grew>>20)
+		}
+		var big *gitstore.ObjectTooLargeError
+		if !errors.As(err, &big) || big.Object != id {
+			t.Fatalf("repack %s: %v, want ObjectTooLargeError naming it", id, err)
+		}
 	}
 }
