@@ -36,7 +36,7 @@ func (c ctxObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := c.packs.refused(c.gitDir, h); err != nil {
+	if err := c.packs.refused(c.gitDir, h, nil); err != nil {
 		return nil, err
 	}
 	return c.Storage.EncodedObject(t, h)
@@ -46,7 +46,7 @@ func (c ctxObjects) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbin
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := c.packs.refused(c.gitDir, h); err != nil {
+	if err := c.packs.refused(c.gitDir, h, nil); err != nil {
 		return nil, err
 	}
 	return c.Storage.DeltaObject(t, h)

@@ -63,15 +63,16 @@ func (c *packChecks) stale() {
 
 // refused is the error for reading the packed object h, nil when it may
 // be read: every pack in gitDir's objects/pack not walked yet is walked
-// first.
-func (c *packChecks) refused(gitDir string, h plumbing.Hash) error {
+// first. note, when not nil, records a refusal for the agent's status.
+func (c *packChecks) refused(gitDir string, h plumbing.Hash, note *Refusals) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.fresh {
 		c.refresh(gitDir)
 	}
-	for _, p := range c.packs {
+	for name, p := range c.packs {
 		if e := p.bad[h]; e != nil {
+			note.Note("objects/pack/"+name+".pack", e.Error())
 			return e
 		}
 	}

@@ -179,7 +179,7 @@ func TestGitFS_LooseRewrittenAfterCheckRefused(t *testing.T) {
 func TestObjects_PackedDeltaOnBombRefused(t *testing.T) {
 	t.Parallel()
 	for _, ofs := range []bool{true, false} {
-		objs, _ := openStore(t, t.TempDir())
+		objs, refused := openStore(t, t.TempDir())
 		base, delta := testgit.WritePackedDeltaOnBomb(t, objs.GitDir, 128<<20, ofs)
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -195,6 +195,9 @@ func TestObjects_PackedDeltaOnBombRefused(t *testing.T) {
 		}
 		if _, err := objs.Reader.EncodedObjectSize(plumbing.NewHash(delta)); !errors.As(err, &big) {
 			t.Fatalf("size of the delta (ofs %v) on the bomb: %v, want ObjectTooLargeError", ofs, err)
+		}
+		if got := refused.List(); len(got) == 0 || !strings.Contains(got[0], delta) || !strings.Contains(got[0], "objects/pack/pack-") {
+			t.Fatalf("refusals %q, want the delta and its pack named", got)
 		}
 		t.Logf("ofs %v: %v (allocated %d KiB)", ofs, err, (after.TotalAlloc-before.TotalAlloc)>>10)
 	}
