@@ -162,11 +162,13 @@ func walkPack(gitDir, name string, max int64) (map[plumbing.Hash]*ObjectTooLarge
 		if err != nil {
 			return nil, err
 		}
-		pe, err := readEntry(f, fi.Size(), int64(e.Offset), idx, &zr)
-		if err != nil {
-			// A broken entry: go-git fails on it by itself; nothing to weigh.
+		pe, _ := readEntry(f, fi.Size(), int64(e.Offset), idx, &zr)
+		if pe == nil {
+			// A broken header: go-git fails on it by itself; nothing to weigh.
 			continue
 		}
+		// A delta whose first bytes do not parse is still weighed by its
+		// header's size and its base (go-git reads its data to that size).
 		pe.hash = e.Hash
 		entries[int64(e.Offset)] = pe
 	}
@@ -311,20 +313,21 @@ func readEntry(f *os.File, packSize, off int64, idx *idxfile.MemoryIndex, zr *io
 	sr := bufio.NewReaderSize(io.NewSectionReader(f, off+int64(i), packSize-off-int64(i)), 64)
 	if *zr == nil {
 		if *zr, err = zlib.NewReader(sr); err != nil {
-			return nil, err
+			*zr = nil
+			return pe, err
 		}
 	} else if err := (*zr).(zlib.Resetter).Reset(sr, nil); err != nil {
-		return nil, err
+		return pe, err
 	}
 	var head [20]byte
-	m, _ := io.ReadFull(*zr, head[:])
+	m, _ := io.ReadFull(*zr, head[:]) // a short delta is judged by what there is
 	d := head[:m]
 	var sizes [2]int64
 	for k := range sizes {
 		var v int64
 		for shift := uint(0); ; shift += 7 {
 			if len(d) == 0 || shift > 56 {
-				return nil, fmt.Errorf("pack entry at %d: bad delta header", off)
+				return pe, fmt.Errorf("pack entry at %d: bad delta header", off)
 			}
 			c := d[0]
 			d = d[1:]
