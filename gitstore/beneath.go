@@ -63,6 +63,13 @@ func statBeneath(gitDir, rel string) (*unix.Stat_t, error) {
 // descriptor: a link is listed as a link, never followed. A FIFO or a file
 // where the folder should be is an error at once, never a wait.
 func ReadDirBeneath(gitDir, rel string) ([]os.FileInfo, error) {
+	return readDirBeneathMax(gitDir, rel, -1)
+}
+
+// readDirBeneathMax is ReadDirBeneath listing at most max names (all when
+// max < 0): for a folder of memfsd's own under the agent's .git (the spare
+// folder), which the agent may fill with any number of files.
+func readDirBeneathMax(gitDir, rel string, max int) ([]os.FileInfo, error) {
 	full := path.Join(gitDir, rel)
 	fd, err := openBeneathAs(gitDir, cleanRel(rel), dirFlags)
 	if linkRefused(err) {
@@ -73,7 +80,10 @@ func ReadDirBeneath(gitDir, rel string) ([]os.FileInfo, error) {
 	}
 	d := os.NewFile(uintptr(fd), full)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	names, err := d.Readdirnames(max)
+	if max > 0 && errors.Is(err, io.EOF) {
+		err = nil // an empty folder
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "readdir", Path: full, Err: err}
 	}

@@ -22,14 +22,21 @@ import (
 // ctxObjects is the repack's object storage, whose reads fail once ctx is
 // done: the encoder then stops loading objects for its delta search. It
 // keeps go-git's DeltaObject, through which the encoder reuses the deltas
-// packs already hold.
+// packs already hold. A packed object over the cap, or a delta on one, is
+// refused before go-git reads it (packcap.go): the packs merged may be the
+// agent's own.
 type ctxObjects struct {
 	*filesystem.Storage
-	ctx context.Context
+	ctx    context.Context
+	gitDir string
+	packs  *packChecks
 }
 
 func (c ctxObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.packs.refused(c.gitDir, h, nil); err != nil {
 		return nil, err
 	}
 	return c.Storage.EncodedObject(t, h)
@@ -37,6 +44,9 @@ func (c ctxObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 
 func (c ctxObjects) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.packs.refused(c.gitDir, h, nil); err != nil {
 		return nil, err
 	}
 	return c.Storage.DeltaObject(t, h)
@@ -68,7 +78,7 @@ func WriteDeltaPack(ctx context.Context, bg *Background, gitDir, objDir string, 
 	go func() { // owns st; ends when the pack is written or the pipe is closed
 		defer encDone() // Close waits for this goroutine, st closed
 		defer st.Close()
-		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx}, false).Encode(objects, 10)
+		_, err := packfile.NewEncoder(pw, ctxObjects{st, encCtx, gitDir, &packChecks{}}, false).Encode(objects, 10)
 		pw.CloseWithError(err) // an error reaches the indexer through the pipe
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })

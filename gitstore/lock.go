@@ -281,7 +281,7 @@ func lockedError(path string, wait time.Duration, sp *Spares) error {
 		held = fmt.Sprintf(", held for %s", time.Since(fi.ModTime()).Round(time.Second))
 	}
 	if err == nil && sp != nil {
-		if o, ok := lockHolder(sp.dir, fi); ok {
+		if o, ok := lockHolder(sp.gitDir, fi); ok {
 			who := "this memfsd process"
 			if o != thisProcess() {
 				who = fmt.Sprintf("memfsd pid %d%s", o.Pid, procCommand(o.Pid))
@@ -304,23 +304,23 @@ func (e *heldByMemfsd) NextStep() string {
 	return "another memfsd process (named above: the daemon, or a one-shot command beside it) holds the lock for one step: nothing to remove; memfsd tries again at the next sync (a one-shot command beside a running daemon goes through it)"
 }
 
-// lockHolder is the live memfsd process whose spare file (in spareDir) the
-// lock fi is a link to.
-func lockHolder(spareDir string, fi fs.FileInfo) (procOwner, bool) {
+// lockHolder is the live memfsd process whose spare file (in gitDir's
+// spare folder) the lock fi is a link to.
+func lockHolder(gitDir string, fi fs.FileInfo) (procOwner, bool) {
 	if nlink(fi) < 2 || !fi.Mode().IsRegular() {
 		return procOwner{}, false
 	}
-	entries, err := os.ReadDir(spareDir)
+	entries, err := listSpares(gitDir)
 	if err != nil {
 		return procOwner{}, false
 	}
 	ino := Inode(fi)
-	for _, e := range entries {
-		o, ok := spareOwner(e.Name())
+	for _, sfi := range entries {
+		o, ok := spareOwner(sfi.Name())
 		if !ok {
 			continue
 		}
-		if sfi, err := e.Info(); err == nil && Inode(sfi) == ino && o.Alive() {
+		if Inode(sfi) == ino && o.Alive() {
 			return o, true
 		}
 	}
@@ -397,7 +397,7 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 		}
 		spare, mine := ours[Inode(fi)]
 		if !mine {
-			if o, ok := lockHolder(filepath.Join(gitDir, "memfsd", "spare"), fi); ok {
+			if o, ok := lockHolder(gitDir, fi); ok {
 				// Another memfsd that runs (the daemon, or a one-shot
 				// command beside it): its lock, for one step.
 				if log != nil {
@@ -430,20 +430,16 @@ func ClearStaleLocks(gitDir string, maxAge time.Duration, log *slog.Logger) erro
 func OwnLockSpares(gitDir string) map[uint64]string {
 	spareDir := filepath.Join(gitDir, "memfsd", "spare")
 	ours := map[uint64]string{}
-	entries, err := os.ReadDir(spareDir)
+	entries, err := listSpares(gitDir)
 	if err != nil {
 		return ours
 	}
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if o, ok := spareOwner(e.Name()); ok && o != thisProcess() && o.Alive() {
+	for _, fi := range entries {
+		if o, ok := spareOwner(fi.Name()); ok && o != thisProcess() && o.Alive() {
 			continue
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && fi.Mode().IsRegular() {
-			ours[st.Ino] = filepath.Join(spareDir, e.Name())
+			ours[st.Ino] = filepath.Join(spareDir, fi.Name())
 		}
 	}
 	return ours

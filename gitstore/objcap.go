@@ -24,7 +24,8 @@ import (
 // against its header's size and a cap before go-git reads it (gitFS
 // checks each loose object as it is opened; objectReader refuses a packed
 // one whose stated size is over the cap, which go-git then leaves
-// uninflated: LargeObjectThreshold), and a bomb is an error naming it.
+// uninflated: LargeObjectThreshold, and a packed delta whose sizes or base
+// are over it: packcap.go), and a bomb is an error naming it.
 
 // DefaultMaxObjectSize is the largest object memfsd inflates unless
 // SetMaxObjectSize raised it (the daemon raises it to --max-file-bytes).
@@ -49,15 +50,23 @@ type ObjectTooLargeError struct {
 	Object   string // the object's id
 	Declared int64  // the size its header states
 	Max      int64
-	Inflates bool // it inflates past Declared (a zlib bomb)
+	Inflates bool   // it inflates past Declared (a zlib bomb)
+	Why      string // what is over the cap, when not its header (a packed delta's base)
 }
 
 func (e *ObjectTooLargeError) Error() string {
-	what := fmt.Sprintf("its header states %d bytes, the cap is %d", e.Declared, e.Max)
-	if e.Inflates {
-		what = fmt.Sprintf("it inflates past the %d bytes its header states", e.Declared)
+	return fmt.Sprintf("read object %s: %v: %s (not inflated; written by the agent's own git: drop it from the branch and run git gc --prune=now in the folder)", e.Object, ErrTooLarge, e.what())
+}
+
+// what says what is over the cap.
+func (e *ObjectTooLargeError) what() string {
+	switch {
+	case e.Why != "":
+		return e.Why
+	case e.Inflates:
+		return fmt.Sprintf("it inflates past the %d bytes its header states", e.Declared)
 	}
-	return fmt.Sprintf("read object %s: %v: %s (not inflated; written by the agent's own git: drop it from the branch and run git gc --prune=now in the folder)", e.Object, ErrTooLarge, what)
+	return fmt.Sprintf("its header states %d bytes, the cap is %d", e.Declared, e.Max)
 }
 
 func (e *ObjectTooLargeError) Unwrap() error { return ErrTooLarge }

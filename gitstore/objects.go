@@ -58,6 +58,8 @@ type Objects struct {
 	// over and over.
 	commits map[plumbing.Hash]*object.Commit
 	Spares  *Spares
+	// packs are the packs walked for objects over the cap (packcap.go).
+	packs packChecks
 	// looseSince counts objects written since the last repack began, and
 	// writePacks the packs they went into.
 	LooseSince atomic.Int64
@@ -147,6 +149,7 @@ func OpenObjects(gitDir string, st *filesystem.Storage, sync bool) *Objects {
 func (s *Objects) RereadPacks() {
 	_ = s.st.ObjectStorage.Close() // go-git's storage stays usable: it reopens on demand
 	s.st.ObjectStorage.Reindex()
+	s.packs.stale()
 	clear(s.recent)
 }
 

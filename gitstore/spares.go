@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Allocating an inode is the dearest step of a commit on ext4 here (~200 µs
@@ -20,6 +23,7 @@ import (
 // place, and a lock is taken by link(2)ing a spare to "<name>.lock", which
 // fails if the lock exists, exactly like O_CREAT|O_EXCL.
 type Spares struct {
+	gitDir string
 	dir    string
 	self   procOwner // whose spares this pool makes (see owner.go)
 	target int       // 0 until the repo has taken spareWarm files
@@ -46,10 +50,11 @@ const spareWarm = 16
 // NewSpares is the spare files of gitDir, not yet started (Start).
 func NewSpares(gitDir string) *Spares {
 	return &Spares{
-		dir:  filepath.Join(gitDir, "memfsd", "spare"),
-		self: thisProcess(),
-		kick: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		gitDir: gitDir,
+		dir:    filepath.Join(gitDir, filepath.FromSlash(spareRel)),
+		self:   thisProcess(),
+		kick:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -60,7 +65,7 @@ func NewSpares(gitDir string) *Spares {
 // one, are never used or removed: they are that process's.
 func (s *Spares) Start() {
 	s.once.Do(func() {
-		if entries, err := os.ReadDir(s.dir); err == nil {
+		if entries, err := listSpares(s.gitDir); err == nil {
 			for _, e := range entries {
 				if name := s.adopt(e.Name()); name != "" {
 					s.names = append(s.names, name)
@@ -72,6 +77,22 @@ func (s *Spares) Start() {
 		// No refill yet: an agent that never writes costs no files (a
 		// daemon may hold a thousand agents); the first take fills it.
 	})
+}
+
+// spareRel is the spare folder, relative to the .git.
+const spareRel = "memfsd/spare"
+
+// maxSpareList bounds a listing of the spare folder: the pools of a few
+// processes hold spareTarget files each, and the agent may put any number
+// there (the files past the bound are not looked at).
+const maxSpareList = 4096
+
+// listSpares lists gitDir's spare folder beneath gitDir, through no link,
+// at most maxSpareList entries, each lstat-ed: the folder lies in the
+// agent's .git, and the agent may make it (or .git/memfsd) a link to
+// another agent's, or anywhere; a link lists nothing (an error).
+func listSpares(gitDir string) ([]os.FileInfo, error) {
+	return readDirBeneathMax(gitDir, spareRel, maxSpareList)
 }
 
 // adopt takes over the spare file name if its process is gone: it returns
@@ -170,28 +191,55 @@ func (s *Spares) refill() {
 
 func (s *Spares) create() (string, error) {
 	name := s.newName()
-	// The spare folder lies in the agent's .git: a file, FIFO or link the
-	// agent put where it (or .git/memfsd) belongs is removed, never
-	// followed, and the folder made again. Left there, it failed every
-	// commit of that agent for good, even after the agent put its .git
-	// back (found by TestWalls_FuzzOneAgentsGitDir: "make spare file: ...
-	// not a directory").
-	for _, d := range []string{filepath.Dir(s.dir), s.dir} {
-		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
-			_ = os.Remove(d)
-		}
-	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			return "", err
-		}
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	}
+	dfd, err := s.openDir()
 	if err != nil {
 		return "", err
 	}
-	return name, f.Close()
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, filepath.Base(name), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return "", &os.PathError{Op: "create", Path: name, Err: err}
+	}
+	return name, unix.Close(fd)
+}
+
+// openDir opens the spare folder by descriptor, each component beneath
+// the .git and through no link, making what is missing. The spare folder
+// lies in the agent's .git: a file, FIFO or link the agent put where it
+// (or .git/memfsd) belongs is removed, never followed, and the folder made
+// again. Followed, a link made memfsd write its spares (and so its
+// objects and locks) into whatever folder it pointed to (found by
+// TestSpares_LinkedFolderNeverWrittenThrough); left there, anything else
+// failed every commit of that agent for good, even after the agent put
+// its .git back (TestWalls_FuzzOneAgentsGitDir: "make spare file: ... not
+// a directory").
+func (s *Spares) openDir() (int, error) {
+	cur, err := openBeneathAs(s.gitDir, ".", pathFlags)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", s.gitDir, err)
+	}
+	for _, part := range strings.Split(spareRel, "/") {
+		var st unix.Stat_t
+		err := unix.Fstatat(cur, part, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			_ = unix.Unlinkat(cur, part, 0)
+			err = unix.ENOENT
+		}
+		if err == unix.ENOENT {
+			if err := unix.Mkdirat(cur, part, 0o700); err != nil && err != unix.EEXIST {
+				unix.Close(cur)
+				return -1, &os.PathError{Op: "mkdir", Path: s.dir, Err: err}
+			}
+		}
+		next, err := openRetry(func() (int, error) { return unix.Openat(cur, part, pathFlags, 0) })
+		unix.Close(cur)
+		if err != nil {
+			// A link put there since the check: refused, not followed.
+			return -1, &os.PathError{Op: "open", Path: s.dir, Err: err}
+		}
+		cur = next
+	}
+	return cur, nil
 }
 
 // take returns an empty file open for writing and its current name. When
@@ -212,7 +260,7 @@ func (s *Spares) take() (*os.File, string, error) {
 		s.refillSoon()
 	}
 	if name != "" {
-		if f, err := openSpare(name); err == nil {
+		if f, err := s.openSpare(name); err == nil {
 			return f, name, nil
 		}
 		// The pool lies in the agent's .git: a spare removed or replaced
@@ -229,7 +277,7 @@ func (s *Spares) take() (*os.File, string, error) {
 	if name, err = s.create(); err != nil {
 		return nil, "", fmt.Errorf("make spare file: %w", err)
 	}
-	f, err := openSpare(name)
+	f, err := s.openSpare(name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -237,15 +285,17 @@ func (s *Spares) take() (*os.File, string, error) {
 }
 
 // openSpare opens the spare file name for writing, empty. The spare lies
-// in the agent's .git: never follow a link there, never wait on a FIFO
+// in the agent's .git: never follow a link there (on any component:
+// opened beneath the .git), never wait on a FIFO
 // (O_NONBLOCK: ENXIO without a reader), only a regular file with no other
 // name is a spare (one hard-linked to another file would truncate that
 // file), and it is emptied only once it is known to be one.
-func openSpare(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+func (s *Spares) openSpare(name string) (*os.File, error) {
+	fd, err := openBeneathAs(s.gitDir, spareRel+"/"+filepath.Base(name), unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("open spare file: %w", err)
+		return nil, fmt.Errorf("open spare file: %w", &os.PathError{Op: "open", Path: name, Err: err})
 	}
+	f := os.NewFile(uintptr(fd), name)
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || nlink(fi) != 1 {
 		f.Close()

@@ -180,3 +180,102 @@ func TestLockedError_NamesTheRunningMemfsd(t *testing.T) {
 		t.Errorf("a lock of git's: %v", err)
 	}
 }
+
+// TestSpares_LinkedFolderNeverWrittenThrough: the agent makes its
+// .git/memfsd/spare (or .git/memfsd) a link to a folder outside its .git
+// (another agent's spare folder, say). memfsd lists nothing through it
+// (no dead process's spare adopted, no lock there counted as memfsd's or
+// as a live memfsd's) and makes, writes and truncates no spare through it:
+// the link is replaced by a folder of its own.
+func TestSpares_LinkedFolderNeverWrittenThrough(t *testing.T) {
+	t.Parallel()
+	for _, linked := range []string{"memfsd/spare", "memfsd"} {
+		t.Run(strings.ReplaceAll(linked, "/", "_"), func(t *testing.T) {
+			gitDir := filepath.Join(t.TempDir(), ".git")
+			outside := t.TempDir()
+			me := thisProcess()
+			dead := procOwner{Pid: me.Pid, Start: me.Start + 7}
+			// What lies outside, as seen through the link.
+			spareOut := outside
+			if linked == "memfsd" {
+				spareOut = filepath.Join(outside, "spare")
+			}
+			if err := os.MkdirAll(spareOut, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			free := filepath.Join(spareOut, sparePrefix(dead)+"1")
+			if err := os.WriteFile(free, []byte("another agent's bytes"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lockSpare := filepath.Join(spareOut, sparePrefix(me)+"2") // a live memfsd's lock, outside
+			if err := os.WriteFile(lockSpare, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			deadLock := filepath.Join(spareOut, sparePrefix(dead)+"3")
+			if err := os.WriteFile(deadLock, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(gitDir, linked)), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(gitDir, linked)); err != nil {
+				t.Fatal(err)
+			}
+			lock := filepath.Join(gitDir, "index.lock")
+			if err := os.Link(lockSpare, lock); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(deadLock, filepath.Join(gitDir, "HEAD.lock")); err != nil {
+				t.Fatal(err)
+			}
+
+			fi, err := os.Lstat(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, ok := lockHolder(gitDir, fi); ok {
+				t.Errorf("a lock linked to a file outside the .git (through the linked %s) was taken for live memfsd pid %d's", linked, o.Pid)
+			}
+			if ours := OwnLockSpares(gitDir); len(ours) != 0 {
+				t.Errorf("spares listed through the linked %s: %v", linked, ours)
+			}
+
+			sp := NewSpares(gitDir)
+			sp.Start()
+			defer sp.Stop()
+			if len(sp.names) != 0 {
+				t.Errorf("adopted through the linked %s: %v", linked, sp.names)
+			}
+			for range 3 {
+				f, name, err := sp.take()
+				if err != nil {
+					t.Fatalf("take a spare with %s linked: %v", linked, err)
+				}
+				f.Write([]byte("memfsd's bytes"))
+				f.Close()
+				if fi, err := os.Lstat(filepath.Join(gitDir, "memfsd", "spare", filepath.Base(name))); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("the spare %s is not a file in the .git's own spare folder: %v", name, err)
+				}
+			}
+			for _, d := range []string{"memfsd", "memfsd/spare"} {
+				if fi, err := os.Lstat(filepath.Join(gitDir, d)); err != nil || !fi.IsDir() {
+					t.Errorf(".git/%s is not a folder after take: %v", d, err)
+				}
+			}
+			ents, err := os.ReadDir(spareOut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != 3 {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("files outside the .git after take (written through the link): %v, want the 3 put there", names)
+			}
+			if data, err := os.ReadFile(free); err != nil || string(data) != "another agent's bytes" {
+				t.Errorf("the file outside was changed or moved: %q, %v", data, err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package gitstore_test
 
 import (
 	"compress/zlib"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -165,5 +166,65 @@ func TestGitFS_LooseRewrittenAfterCheckRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "changed") {
 		t.Fatalf("err %v; want it to say the object changed while read", err)
+	}
+}
+
+// A delta the agent's own git packed on a packed bomb (issue 38): a blob
+// of 128 MiB of zeros (its header states so: over the 64 MiB cap) and a
+// delta of a few bytes on it, as OFS_DELTA and REF_DELTA, indexed by git
+// index-pack. The delta's header is small, so only its base was over the
+// cap, and go-git applied it by reading the base whole (ApplyDelta): 128
+// MiB allocated to read a 10-byte blob. Now the pack is walked first and
+// the delta refused, naming it and its base, allocating little.
+func TestObjects_PackedDeltaOnBombRefused(t *testing.T) {
+	t.Parallel()
+	for _, ofs := range []bool{true, false} {
+		objs, refused := openStore(t, t.TempDir())
+		base, delta := testgit.WritePackedDeltaOnBomb(t, objs.GitDir, 128<<20, ofs)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := objs.Blob(plumbing.NewHash(delta))
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+			t.Fatalf("reading the delta (ofs %v) on the bomb allocated %d MiB", ofs, grew>>20)
+		}
+		var big *gitstore.ObjectTooLargeError
+		if !errors.As(err, &big) || big.Object != delta || !strings.Contains(err.Error(), base) || !strings.Contains(err.Error(), "git gc") {
+			t.Fatalf("read the delta (ofs %v) on the bomb %s: %v; want ObjectTooLargeError naming %s and its base, with a next step", ofs, base, err, delta)
+		}
+		if _, err := objs.Reader.EncodedObjectSize(plumbing.NewHash(delta)); !errors.As(err, &big) {
+			t.Fatalf("size of the delta (ofs %v) on the bomb: %v, want ObjectTooLargeError", ofs, err)
+		}
+		if got := refused.List(); len(got) == 0 || !strings.Contains(got[0], delta) || !strings.Contains(got[0], "objects/pack/pack-") {
+			t.Fatalf("refusals %q, want the delta and its pack named", got)
+		}
+		t.Logf("ofs %v: %v (allocated %d KiB)", ofs, err, (after.TotalAlloc-before.TotalAlloc)>>10)
+	}
+}
+
+// The repack reads the packs it merges through go-git too, with no
+// threshold (a big object read whole): a pack of the agent's holding a
+// delta on a bomb (or the bomb) fails the repack with the too-large error,
+// allocating little.
+func TestWriteDeltaPack_PackedBombRefused(t *testing.T) {
+	t.Parallel()
+	objs, _ := openStore(t, t.TempDir())
+	base, delta := testgit.WritePackedDeltaOnBomb(t, objs.GitDir, 128<<20, true)
+	bg := gitstore.NewBackground()
+	defer bg.Stop()
+	for _, id := range []string{delta, base} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := gitstore.WriteDeltaPack(context.Background(), bg, objs.GitDir, objs.Dir, []plumbing.Hash{plumbing.NewHash(id)}, false)
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+			t.Fatalf("repacking %s allocated %d MiB", id, grew>>20)
+		}
+		var big *gitstore.ObjectTooLargeError
+		if !errors.As(err, &big) || big.Object != id {
+			t.Fatalf("repack %s: %v, want ObjectTooLargeError naming it", id, err)
+		}
 	}
 }

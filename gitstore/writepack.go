@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memfsd/memfsd/gitfmt/pack"
 )
@@ -261,6 +262,9 @@ func (r objectReader) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plu
 		o.Write(data)
 		return o, nil
 	}
+	if err := r.s.packs.refused(r.s.GitDir, h, r.refusals()); err != nil {
+		return nil, err // a packed delta on a bomb, say: go-git would read its base whole
+	}
 	o, err := r.EncodedObjectStorer.EncodedObject(t, h)
 	if err == nil && o.Size() > MaxObjectSize() {
 		// Left uninflated by go-git (LargeObjectThreshold): refused here
@@ -269,6 +273,17 @@ func (r objectReader) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plu
 		return nil, &ObjectTooLargeError{Object: h.String(), Declared: o.Size(), Max: MaxObjectSize()}
 	}
 	return o, err
+}
+
+// refusals is where the store's gitFS notes what it refused (nil when
+// go-git's storage is over another file system).
+func (r objectReader) refusals() *Refusals {
+	if st, ok := r.EncodedObjectStorer.(*filesystem.Storage); ok {
+		if fs, ok := st.Filesystem().(gitFS); ok {
+			return fs.refused
+		}
+	}
+	return nil
 }
 
 func (r objectReader) HasEncodedObject(h plumbing.Hash) error {
@@ -287,6 +302,9 @@ func (r objectReader) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	}
 	if loc, ok := r.s.recent[h]; ok {
 		return loc.size, nil
+	}
+	if err := r.s.packs.refused(r.s.GitDir, h, r.refusals()); err != nil {
+		return 0, err // go-git reads a delta's data whole to size it
 	}
 	return r.EncodedObjectStorer.EncodedObjectSize(h)
 }

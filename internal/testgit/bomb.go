@@ -3,6 +3,7 @@ package testgit
 import (
 	"bytes"
 	"compress/flate"
+	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -97,4 +98,86 @@ func itoa(n int64) string {
 		b[i] = byte('0' + n%10)
 	}
 	return string(b[i:])
+}
+
+// WritePackedDeltaOnBomb writes into gitDir's objects/pack a pack as the
+// agent's own git could make it (indexed by git index-pack): a blob of
+// baseSize zeros, its header stating baseSize, and a delta on it (OFS_DELTA
+// with ofs, else REF_DELTA) whose data is a few bytes: it declares the
+// base's size and a target of 10 bytes copied from the base. It returns
+// the ids of the base and of the delta's object.
+func WritePackedDeltaOnBomb(tb testing.TB, gitDir string, baseSize int64, ofs bool) (base, delta string) {
+	tb.Helper()
+	var pack bytes.Buffer
+	pack.WriteString("PACK")
+	binary.Write(&pack, binary.BigEndian, uint32(2))
+	binary.Write(&pack, binary.BigEndian, uint32(2))
+	entryHeader := func(typ byte, size int64) {
+		c := typ<<4 | byte(size&15)
+		size >>= 4
+		for size > 0 {
+			pack.WriteByte(c | 0x80)
+			c = byte(size & 0x7f)
+			size >>= 7
+		}
+		pack.WriteByte(c)
+	}
+	// The base: blob, baseSize zeros, and its id.
+	baseAt := int64(pack.Len())
+	entryHeader(3, baseSize)
+	zw, _ := zlib.NewWriterLevel(&pack, zlib.BestSpeed)
+	bh := sha1.New()
+	bh.Write([]byte("blob " + itoa(baseSize) + "\x00"))
+	zero := make([]byte, 1<<20)
+	for left := baseSize; left > 0; {
+		n := min(left, int64(len(zero)))
+		zw.Write(zero[:n])
+		bh.Write(zero[:n])
+		left -= n
+	}
+	zw.Close()
+	base = hex.EncodeToString(bh.Sum(nil))
+	// The delta: base size, target size 10, copy 10 bytes from offset 0.
+	var data []byte
+	for _, v := range []int64{baseSize, 10} {
+		for v >= 0x80 {
+			data = append(data, byte(v&0x7f)|0x80)
+			v >>= 7
+		}
+		data = append(data, byte(v))
+	}
+	data = append(data, 0x90, 10)
+	deltaAt := int64(pack.Len())
+	if ofs {
+		entryHeader(6, int64(len(data)))
+		rel := deltaAt - baseAt
+		enc := []byte{byte(rel & 0x7f)}
+		for rel >>= 7; rel > 0; rel >>= 7 {
+			rel--
+			enc = append([]byte{byte(rel&0x7f) | 0x80}, enc...)
+		}
+		pack.Write(enc)
+	} else {
+		entryHeader(7, int64(len(data)))
+		raw, _ := hex.DecodeString(base)
+		pack.Write(raw)
+	}
+	zw, _ = zlib.NewWriterLevel(&pack, zlib.BestSpeed)
+	zw.Write(data)
+	zw.Close()
+	sum := sha1.Sum(pack.Bytes())
+	pack.Write(sum[:])
+	dh := sha1.Sum(append([]byte("blob 10\x00"), make([]byte, 10)...))
+	delta = hex.EncodeToString(dh[:])
+
+	dir := filepath.Join(gitDir, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	name := filepath.Join(dir, "pack-"+hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(name+".pack", pack.Bytes(), 0o444); err != nil {
+		tb.Fatal(err)
+	}
+	Run(tb, dir, "index-pack", "-o", name+".idx", name+".pack")
+	return base, delta
 }
