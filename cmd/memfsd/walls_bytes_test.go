@@ -1,14 +1,12 @@
 package main_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,19 +102,7 @@ func getText(t *testing.T, c *http.Client, path string) (int, string) {
 }
 
 // peakRSSMiB is the process's peak resident memory (VmHWM).
-func peakRSSMiB(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return kb / 1024
-		}
-	}
-	return -1
-}
+func peakRSSMiB(pid int) int { return procStatusMiB(pid, "VmHWM:") }
 
 // No link is followed under an agent's .git (issue 38). a2's own git
 // commits private.md (its objects loose); a1's shell replaces the fan-out

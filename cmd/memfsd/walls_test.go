@@ -101,13 +101,17 @@ func (p *proc) writeAndPush(t *testing.T, srv *gitserver.Server, id, name, text 
 }
 
 // rssMiB is the process's resident memory.
-func rssMiB(pid int) int {
+func rssMiB(pid int) int { return procStatusMiB(pid, "VmRSS:") }
+
+// procStatusMiB is one "key: N kB" line of /proc/<pid>/status in MiB (-1
+// when it cannot be read).
+func procStatusMiB(pid int, key string) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}
 	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return kb / 1024
 		}
